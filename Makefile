@@ -1,0 +1,51 @@
+# healthmon: `make run` serves the product, `make test` runs the whole suite.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+PORT   ?= 8000
+
+.PHONY: run test lint format migrate superuser clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+# Re-install whenever pyproject.toml changes.
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e .
+	touch $@
+
+$(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(VENV)/.installed $@
+
+## run: serve on http://127.0.0.1:$(PORT) with SQLite, an embedded Celery worker and beat.
+run: $(VENV)/.installed
+	@export DEBUG=$${DEBUG:-true}; \
+	$(BIN)/python manage.py migrate --noinput && \
+	trap 'kill 0' INT TERM EXIT; \
+	$(BIN)/celery -A healthmon worker -B --pool=threads --concurrency=4 --loglevel=INFO & \
+	$(BIN)/python manage.py runserver 127.0.0.1:$(PORT)
+
+## test: the whole suite (PostgreSQL when DATABASE_URL is set, SQLite otherwise).
+test: $(VENV)/.installed-dev
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+## lint: ruff (lint and format check) and mypy.
+lint: $(VENV)/.installed-dev
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	DEBUG=true $(BIN)/mypy .
+
+format: $(VENV)/.installed-dev
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
+
+migrate: $(VENV)/.installed
+	DEBUG=$${DEBUG:-true} $(BIN)/python manage.py migrate --noinput
+
+superuser: $(VENV)/.installed
+	DEBUG=$${DEBUG:-true} $(BIN)/python manage.py createsuperuser
+
+clean:
+	rm -rf $(VENV) var db.sqlite3 .pytest_cache .mypy_cache .ruff_cache *.egg-info

@@ -1,0 +1,8 @@
+from django.apps import AppConfig
+
+
+class ApikeysConfig(AppConfig):
+    """Scoped API keys for programs."""
+
+    name = "apikeys"
+    default_auto_field = "django.db.models.BigAutoField"

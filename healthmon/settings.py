@@ -1,0 +1,279 @@
+"""healthmon settings, read from the environment (see .env.example and the README).
+
+Defaults make `make run` work with no external service: SQLite, a local-memory cache and
+Celery's filesystem broker. DATABASE_URL, CACHE_URL and CELERY_BROKER_URL switch to
+PostgreSQL and Redis in production.
+"""
+
+import re
+from datetime import timedelta
+from pathlib import Path
+
+import environ
+from django.core.exceptions import ImproperlyConfigured
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = BASE_DIR / "var"
+
+env = environ.Env()
+if (BASE_DIR / ".env").is_file():
+    environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
+
+_DURATION = re.compile(r"^\s*(\d+)\s*([smhd]?)\s*$")
+_UNIT_SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def _duration(name: str, default: timedelta) -> timedelta:
+    """Read a duration given in seconds or with a unit suffix (`90`, `15m`, `12h`, `7d`)."""
+    raw = env.str(name, default="")
+    if not raw:
+        return default
+    match = _DURATION.match(raw)
+    if not match or int(match.group(1)) == 0:
+        raise ImproperlyConfigured(
+            f"{name}={raw!r} is not a positive duration: use seconds or a number with s, m, h or d."
+        )
+    return timedelta(seconds=int(match.group(1)) * _UNIT_SECONDS[match.group(2)])
+
+
+def _bool(name: str, default: bool) -> bool:
+    """Read a boolean, refusing values that are neither true nor false."""
+    raw = env.str(name, default="").strip().lower()
+    if not raw:
+        return default
+    if raw in {"1", "true", "yes", "on"}:
+        return True
+    if raw in {"0", "false", "no", "off"}:
+        return False
+    raise ImproperlyConfigured(f"{name}={raw!r} is not a boolean: use true or false.")
+
+
+# --- Core -----------------------------------------------------------------------------------
+
+DEBUG = _bool("DEBUG", False)
+SECRET_KEY = env.str("SECRET_KEY", default="")
+if not SECRET_KEY:
+    if not DEBUG:
+        raise ImproperlyConfigured(
+            "SECRET_KEY is required when DEBUG is false: set it to a long random string."
+        )
+    SECRET_KEY = "insecure-development-key-only-used-when-debug-is-on-000000"  # noqa: S105
+if len(SECRET_KEY) < 32:
+    raise ImproperlyConfigured("SECRET_KEY must be at least 32 characters (it signs the JWTs).")
+
+ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost"] if DEBUG else [])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "whitenoise.runserver_nostatic",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "accounts",
+    "apikeys",
+    "monitoring",
+    "analytics",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "healthmon.urls"
+WSGI_APPLICATION = "healthmon.wsgi.application"
+APPEND_SLASH = False
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}")}
+DATABASES["default"]["ATOMIC_REQUESTS"] = False
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+CACHES = {"default": env.cache("CACHE_URL", default="locmemcache://")}
+
+AUTH_USER_MODEL = "accounts.User"
+AUTHENTICATION_BACKENDS = ["django.contrib.auth.backends.ModelBackend"]
+PASSWORD_HASHERS = [
+    "django.contrib.auth.hashers.BCryptSHA256PasswordHasher",
+    "django.contrib.auth.hashers.PBKDF2PasswordHasher",
+]
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {
+        "NAME": "django.contrib.auth.password_validation.MinimumLengthValidator",
+        "OPTIONS": {"min_length": 8},
+    },
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = BASE_DIR / "staticfiles"
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {
+        "BACKEND": (
+            "django.contrib.staticfiles.storage.StaticFilesStorage"
+            if DEBUG
+            else "whitenoise.storage.CompressedManifestStaticFilesStorage"
+        )
+    },
+}
+WHITENOISE_USE_FINDERS = DEBUG
+
+# Behind a TLS-terminating proxy, trust its X-Forwarded-Proto only when told to.
+if _bool("SECURE_PROXY_SSL_HEADER", False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+SESSION_COOKIE_SECURE = not DEBUG
+CSRF_COOKIE_SECURE = not DEBUG
+SECURE_CONTENT_TYPE_NOSNIFF = True
+X_FRAME_OPTIONS = "DENY"
+DATA_UPLOAD_MAX_MEMORY_SIZE = 1024 * 1024
+
+# --- Product settings -----------------------------------------------------------------------
+
+WEB_BASE_URL = env.str("WEB_BASE_URL", default="http://127.0.0.1:8000").rstrip("/")
+if not re.match(r"^https?://[^/\s]+$", WEB_BASE_URL):
+    raise ImproperlyConfigured(
+        f"WEB_BASE_URL={WEB_BASE_URL!r} must be an origin such as https://healthmon.example.com."
+    )
+JWT_ACCESS_TTL = _duration("JWT_ACCESS_TTL", timedelta(days=7))
+PASSWORD_RESET_TIMEOUT = int(
+    _duration("PASSWORD_RESET_TIMEOUT", timedelta(hours=1)).total_seconds()
+)
+INVITATION_TTL = _duration("INVITATION_TTL", timedelta(days=7))
+EMAIL_VERIFICATION_TTL = _duration("EMAIL_VERIFICATION_TTL", timedelta(days=3))
+REQUIRE_EMAIL_VERIFICATION = _bool("REQUIRE_EMAIL_VERIFICATION", False)
+API_KEY_PREFIX = env.str("API_KEY_PREFIX", default="hm")
+if not re.fullmatch(r"[a-z][a-z0-9]{0,15}", API_KEY_PREFIX):
+    raise ImproperlyConfigured("API_KEY_PREFIX must be 1-16 lowercase letters or digits.")
+NUM_PROXIES = env.int("NUM_PROXIES", default=0)
+if NUM_PROXIES < 0:
+    raise ImproperlyConfigured("NUM_PROXIES must be 0 or more.")
+AUTH_THROTTLE_RATE = env.str("AUTH_THROTTLE_RATE", default="20/minute")
+if not re.fullmatch(r"\d+/(s|sec|second|m|min|minute|h|hour|d|day)", AUTH_THROTTLE_RATE):
+    raise ImproperlyConfigured("AUTH_THROTTLE_RATE must look like 20/minute (s, m, h or d).")
+
+# --- Email ----------------------------------------------------------------------------------
+
+EMAIL_BACKEND = env.str("EMAIL_BACKEND", default="django.core.mail.backends.console.EmailBackend")
+EMAIL_FILE_PATH = env.str("EMAIL_FILE_PATH", default=str(VAR_DIR / "mail"))
+EMAIL_HOST = env.str("EMAIL_HOST", default="localhost")
+EMAIL_PORT = env.int("EMAIL_PORT", default=25)
+EMAIL_HOST_USER = env.str("EMAIL_HOST_USER", default="")
+EMAIL_HOST_PASSWORD = env.str("EMAIL_HOST_PASSWORD", default="")
+EMAIL_USE_TLS = _bool("EMAIL_USE_TLS", False)
+EMAIL_TIMEOUT = 10
+DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="healthmon <noreply@localhost>")
+
+# --- Celery ---------------------------------------------------------------------------------
+
+CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="filesystem://")
+CELERY_TASK_ALWAYS_EAGER = _bool("CELERY_TASK_ALWAYS_EAGER", False)
+CELERY_TASK_EAGER_PROPAGATES = True
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_TIME_LIMIT = 120
+CELERY_TASK_SOFT_TIME_LIMIT = 100
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
+if CELERY_BROKER_URL.startswith("filesystem://"):
+    _broker_dir = VAR_DIR / "celery-broker"
+    (_broker_dir / "processed").mkdir(parents=True, exist_ok=True)
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "data_folder_in": str(_broker_dir),
+        "data_folder_out": str(_broker_dir),
+        "processed_folder": str(_broker_dir / "processed"),
+        "store_processed": False,
+        "polling_interval": 0.2,
+    }
+
+# --- REST API -------------------------------------------------------------------------------
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": ["accounts.authentication.JWTAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["accounts.permissions.IsOrganizationMember"],
+    "DEFAULT_RENDERER_CLASSES": [
+        "rest_framework.renderers.JSONRenderer",
+        "healthmon.errors.ProblemJSONRenderer",
+    ],
+    "DEFAULT_PARSER_CLASSES": [
+        "healthmon.errors.JSONParser",
+        "healthmon.errors.AnyBodyAsJSONParser",
+    ],
+    "DEFAULT_PAGINATION_CLASS": "healthmon.pagination.PageNumberPagination",
+    "DEFAULT_SCHEMA_CLASS": "healthmon.schema.AutoSchema",
+    "EXCEPTION_HANDLER": "healthmon.errors.problem_exception_handler",
+    "NUM_PROXIES": NUM_PROXIES,
+    "UNAUTHENTICATED_USER": None,
+    "TEST_REQUEST_DEFAULT_FORMAT": "json",
+}
+
+SIMPLE_JWT = {
+    "ACCESS_TOKEN_LIFETIME": JWT_ACCESS_TTL,
+    "ALGORITHM": "HS256",
+    "SIGNING_KEY": SECRET_KEY,
+    "AUTH_HEADER_TYPES": ("Bearer",),
+    "USER_ID_FIELD": "id",
+    "USER_ID_CLAIM": "user_id",
+    "UPDATE_LAST_LOGIN": False,
+    "LEEWAY": 0,
+}
+
+SPECTACULAR_SETTINGS = {
+    "TITLE": "healthmon API",
+    "DESCRIPTION": (
+        "Service-health monitoring. Authenticate with `Authorization: Bearer <JWT or API key>`. "
+        "Every error is an RFC 9457 problem+json document with a stable `code`."
+    ),
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SCHEMA_PATH_PREFIX": r"/api/v1",
+    "COMPONENT_SPLIT_REQUEST": True,
+    "PARSER_WHITELIST": ["healthmon.errors.JSONParser"],
+    "RENDERER_WHITELIST": ["rest_framework.renderers.JSONRenderer"],
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+}
+
+# --- Logging --------------------------------------------------------------------------------
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
+}

@@ -1,0 +1,21 @@
+"""URL configuration: the API under /api/v1, its schema and docs, and the Django admin."""
+
+from django.contrib import admin
+from django.urls import URLPattern, URLResolver, include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
+
+api_v1: list[URLPattern | URLResolver] = [
+    path("", include("accounts.api.urls")),
+    path("schema/", SpectacularAPIView.as_view(), name="schema"),
+]
+
+urlpatterns = [
+    path("api/v1/", include(api_v1)),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+    path("api/redoc/", SpectacularRedocView.as_view(url_name="schema"), name="api-redoc"),
+    path("admin/", admin.site.urls),
+]
+
+handler400 = "healthmon.errors.bad_request"
+handler404 = "healthmon.errors.page_not_found"
+handler500 = "healthmon.errors.server_error"
