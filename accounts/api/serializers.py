@@ -1,0 +1,204 @@
+"""Request parsing and response shapes of the accounts API."""
+
+import unicodedata
+from typing import Any
+
+from rest_framework import serializers
+
+from accounts.access import access_projects
+from accounts.models import Invitation, Organization, Project, Role, User, normalize_email
+
+MAX_PASSWORD_LENGTH = 1024
+
+
+def _no_control_characters(value: str) -> None:
+    """Names end up in email subjects and pages: refuse newlines and other control characters."""
+    if any(unicodedata.category(char)[0] == "C" or char in "\u2028\u2029" for char in value):
+        raise serializers.ValidationError("Control characters are not allowed.")
+
+
+class NameField(serializers.CharField):
+    """A trimmed, non-blank, single-line display name."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("max_length", 200)
+        super().__init__(validators=[_no_control_characters], **kwargs)
+
+
+class PasswordField(serializers.CharField):
+    """A write-only password, kept exactly as typed (no trimming)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(
+            write_only=True,
+            trim_whitespace=False,
+            max_length=MAX_PASSWORD_LENGTH,
+            style={"input_type": "password"},
+            **kwargs,
+        )
+
+
+class TokenField(serializers.CharField):
+    """A token from a mailed link."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(write_only=True, max_length=512, **kwargs)
+
+
+class EmailAddressField(serializers.EmailField):
+    """An email address, normalized (trimmed, lowercased) and then checked for length.
+
+    Lowercasing can lengthen a string (`İ` becomes two characters), so the limit applies
+    to the value that is stored.
+    """
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(max_length=254, **kwargs)
+
+    def to_internal_value(self, data: Any) -> str:
+        """Validate, normalize, re-check the length."""
+        email = normalize_email(super().to_internal_value(data))
+        if len(email) > 254:
+            self.fail("max_length", max_length=254)
+        return email
+
+
+class OrganizationSerializer(serializers.ModelSerializer[Organization]):
+    class Meta:
+        model = Organization
+        fields = ["id", "name"]
+
+
+class ProjectSerializer(serializers.ModelSerializer[Project]):
+    name = NameField()
+
+    class Meta:
+        model = Project
+        fields = ["id", "name", "created_at"]
+        read_only_fields = ["id", "created_at"]
+
+
+class UserSerializer(serializers.ModelSerializer[User]):
+    """The user summary: `{id, email, role, organization_id}` plus a few more fields."""
+
+    organization_id = serializers.UUIDField(read_only=True)
+
+    class Meta:
+        model = User
+        fields = ["id", "email", "role", "organization_id", "email_verified", "date_joined"]
+        read_only_fields = fields
+
+
+class UserDetailSerializer(UserSerializer):
+    """A user as owners and admins see it, with the projects granted to it."""
+
+    projects: serializers.PrimaryKeyRelatedField[Project] = serializers.PrimaryKeyRelatedField(
+        many=True, read_only=True
+    )
+
+    class Meta(UserSerializer.Meta):
+        fields = [*UserSerializer.Meta.fields, "projects"]
+        read_only_fields = fields
+
+
+class MeSerializer(UserSerializer):
+    """The caller and its organization."""
+
+    organization = OrganizationSerializer(read_only=True)
+
+    class Meta(UserSerializer.Meta):
+        fields = [*UserSerializer.Meta.fields, "organization"]
+        read_only_fields = fields
+
+
+class TokenSerializer(serializers.Serializer[Any]):
+    """A JWT and when it expires."""
+
+    token = serializers.CharField()
+    expires_at = serializers.DateTimeField()
+
+
+class LoginResponseSerializer(TokenSerializer):
+    user = UserSerializer()
+
+
+class RegisterResponseSerializer(LoginResponseSerializer):
+    organization = OrganizationSerializer()
+    project = ProjectSerializer()
+
+
+class DetailSerializer(serializers.Serializer[Any]):
+    """A plain acknowledgement."""
+
+    detail = serializers.CharField()
+
+
+class RegisterSerializer(serializers.Serializer[Any]):
+    email = EmailAddressField()
+    password = PasswordField()
+    organization_name = NameField()
+
+
+class LoginSerializer(serializers.Serializer[Any]):
+    email = EmailAddressField()
+    password = PasswordField()
+
+
+class EmailSerializer(serializers.Serializer[Any]):
+    email = EmailAddressField()
+
+
+class TokenPasswordSerializer(serializers.Serializer[Any]):
+    """A mailed token and the password to set with it."""
+
+    token = TokenField()
+    password = PasswordField()
+
+
+class ChangePasswordSerializer(serializers.Serializer[Any]):
+    current_password = PasswordField()
+    new_password = PasswordField()
+
+
+class VerifyEmailSerializer(serializers.Serializer[Any]):
+    token = TokenField()
+
+
+class RoleSerializer(serializers.Serializer[Any]):
+    role = serializers.ChoiceField(choices=Role.choices)
+
+
+class ProjectIdsField(serializers.ListField):
+    """Project UUIDs the caller can see; an unknown or foreign id is a validation error."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(child=serializers.UUIDField(), max_length=500, **kwargs)
+
+    def to_internal_value(self, data: Any) -> list[Project]:
+        """Resolve the ids to projects of the caller's organization."""
+        ids = super().to_internal_value(data)
+        return access_projects(self.context["request"].user, ids)
+
+
+class UserProjectsSerializer(serializers.Serializer[Any]):
+    projects = ProjectIdsField()
+
+
+class InvitationCreateSerializer(serializers.Serializer[Any]):
+    email = EmailAddressField()
+    role = serializers.ChoiceField(choices=Role.choices)
+    projects = ProjectIdsField(required=False, default=list)
+
+
+class InvitationSerializer(serializers.ModelSerializer[Invitation]):
+    projects: serializers.PrimaryKeyRelatedField[Project] = serializers.PrimaryKeyRelatedField(
+        many=True, read_only=True
+    )
+    invited_by: serializers.PrimaryKeyRelatedField[User] = serializers.PrimaryKeyRelatedField(
+        read_only=True
+    )
+
+    class Meta:
+        model = Invitation
+        fields = ["id", "email", "role", "projects", "invited_by", "created_at", "expires_at"]
+        read_only_fields = fields

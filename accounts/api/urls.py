@@ -1,0 +1,13 @@
+"""Routes of the accounts API under /api/v1."""
+
+from rest_framework.routers import SimpleRouter
+
+from accounts.api import views
+
+router = SimpleRouter(trailing_slash=False)
+router.register("auth", views.AuthViewSet, basename="auth")
+router.register("users", views.UserViewSet, basename="user")
+router.register("invitations", views.InvitationViewSet, basename="invitation")
+router.register("projects", views.ProjectViewSet, basename="project")
+
+urlpatterns = router.urls

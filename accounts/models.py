@@ -1,0 +1,249 @@
+"""Organizations, their users and roles, projects, member project access and invitations."""
+
+import uuid
+from datetime import datetime
+from typing import Any
+
+from django.contrib.auth.base_user import AbstractBaseUser, BaseUserManager
+from django.contrib.auth.models import PermissionsMixin
+from django.db import models
+from django.db.models.functions import Lower
+from django.utils import timezone
+
+
+class Role(models.TextChoices):
+    """A user's role in its organization, spelled on the wire as the value."""
+
+    OWNER = "owner", "Owner"
+    ADMIN = "admin", "Admin"
+    MEMBER = "member", "Member"
+
+
+MANAGER_ROLES = frozenset({Role.OWNER, Role.ADMIN})
+
+
+def normalize_email(email: str) -> str:
+    """Emails are logins and compared case-insensitively: store them trimmed and lowercased."""
+    return email.strip().lower()
+
+
+class Organization(models.Model):
+    """A tenant: every user, project and monitored endpoint belongs to exactly one."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    name = models.CharField(max_length=200)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class ProjectQuerySet(models.QuerySet["Project"]):
+    """Reusable project filters."""
+
+    def for_org(self, organization: Organization) -> "ProjectQuerySet":
+        """Projects of one organization."""
+        return self.filter(organization=organization)
+
+    def visible_to(self, user: "User") -> "ProjectQuerySet":
+        """Owners and admins see every project of their organization; members the granted ones."""
+        projects = self.for_org(user.organization)
+        if user.is_manager:
+            return projects
+        return projects.filter(access__user=user)
+
+
+class Project(models.Model):
+    """A group of monitored endpoints inside an organization."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    organization = models.ForeignKey(
+        Organization, on_delete=models.CASCADE, related_name="projects"
+    )
+    name = models.CharField(max_length=200)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    objects = ProjectQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["created_at", "name"]
+        constraints = [
+            models.UniqueConstraint(
+                "organization", Lower("name"), name="accounts_project_name_unique_in_org"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class UserQuerySet(models.QuerySet["User"]):
+    """Reusable user filters."""
+
+    def for_org(self, organization: Organization) -> "UserQuerySet":
+        """Users of one organization."""
+        return self.filter(organization=organization)
+
+    def owners(self) -> "UserQuerySet":
+        """Users holding the owner role."""
+        return self.filter(role=Role.OWNER)
+
+
+class UserManager(BaseUserManager.from_queryset(UserQuerySet)):  # type: ignore[misc]
+    """Creates users by email; `createsuperuser` gets an organization of its own."""
+
+    use_in_migrations = True
+
+    def get_by_natural_key(self, username: str | None) -> "User":
+        """Look the login email up case-insensitively."""
+        return self.get(email=normalize_email(username or ""))
+
+    def create_user(
+        self,
+        email: str,
+        password: str | None = None,
+        *,
+        organization: Organization,
+        role: str = Role.MEMBER,
+        **extra: Any,
+    ) -> "User":
+        """Create a user in an organization."""
+        user = self.model(email=email, organization=organization, role=role, **extra)
+        user.set_password(password)
+        user.save(using=self._db)
+        return user
+
+    def create_superuser(self, email: str, password: str | None = None, **extra: Any) -> "User":
+        """Create a Django-admin superuser, owner of a new organization of its own."""
+        from accounts.services import organization_create  # services import this module
+
+        organization, _ = organization_create(name="Operations")
+        extra.update(is_staff=True, is_superuser=True, email_verified_at=timezone.now())
+        return self.create_user(
+            email, password, organization=organization, role=Role.OWNER, **extra
+        )
+
+
+class User(AbstractBaseUser, PermissionsMixin):
+    """A person who signs in with email and password; belongs to one organization."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    email = models.EmailField(max_length=254, unique=True)
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="users")
+    role = models.CharField(max_length=16, choices=Role.choices, default=Role.MEMBER)
+    is_active = models.BooleanField(default=True)
+    is_staff = models.BooleanField(default=False, help_text="Can sign in to the Django admin.")
+    email_verified_at = models.DateTimeField(null=True, blank=True)
+    # Part of every JWT; bumping it revokes all tokens issued before.
+    token_version = models.PositiveIntegerField(default=0, editable=False)
+    date_joined = models.DateTimeField(default=timezone.now, editable=False)
+    projects = models.ManyToManyField(
+        Project, through="ProjectAccess", related_name="members", blank=True
+    )
+
+    objects = UserManager()
+
+    USERNAME_FIELD = "email"
+    EMAIL_FIELD = "email"
+    REQUIRED_FIELDS = []
+
+    class Meta:
+        ordering = ["date_joined", "email"]
+        constraints = [
+            models.UniqueConstraint(Lower("email"), name="accounts_user_email_ci_unique"),
+        ]
+        indexes = [models.Index(fields=["organization", "role"])]
+
+    def __str__(self) -> str:
+        return self.email
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        """Store the email normalized so that the case-insensitive constraint holds."""
+        self.email = normalize_email(self.email)
+        super().save(*args, **kwargs)
+
+    @property
+    def is_manager(self) -> bool:
+        """Owners and admins manage users, invitations and projects."""
+        return self.role in MANAGER_ROLES
+
+    @property
+    def email_verified(self) -> bool:
+        """Whether the user proved ownership of the email address."""
+        return self.email_verified_at is not None
+
+
+class ProjectAccess(models.Model):
+    """A member's grant to one project (owners and admins see every project anyway)."""
+
+    user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="access")
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="access")
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["user", "project"], name="accounts_access_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} → {self.project}"
+
+
+class InvitationQuerySet(models.QuerySet["Invitation"]):
+    """Reusable invitation filters."""
+
+    def for_org(self, organization: Organization) -> "InvitationQuerySet":
+        """Invitations of one organization."""
+        return self.filter(organization=organization)
+
+    def pending(self, now: datetime | None = None) -> "InvitationQuerySet":
+        """Invitations that can still be accepted."""
+        return self.filter(
+            accepted_at__isnull=True,
+            revoked_at__isnull=True,
+            expires_at__gt=now or timezone.now(),
+        )
+
+
+class Invitation(models.Model):
+    """An emailed, single-use offer to join an organization with a role and projects."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    organization = models.ForeignKey(
+        Organization, on_delete=models.CASCADE, related_name="invitations"
+    )
+    email = models.EmailField(max_length=254)
+    role = models.CharField(max_length=16, choices=Role.choices, default=Role.MEMBER)
+    projects = models.ManyToManyField(Project, related_name="invitations", blank=True)
+    invited_by = models.ForeignKey(
+        User, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    # SHA-256 of the token mailed to the invitee; the token itself is never stored.
+    token_hash = models.CharField(max_length=64, unique=True, editable=False)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    expires_at = models.DateTimeField()
+    accepted_at = models.DateTimeField(null=True, blank=True, editable=False)
+    revoked_at = models.DateTimeField(null=True, blank=True, editable=False)
+
+    objects = InvitationQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["organization", "email"])]
+
+    def __str__(self) -> str:
+        return f"{self.email} ({self.role})"
+
+    @property
+    def state(self) -> str:
+        """pending, accepted, revoked or expired."""
+        if self.accepted_at:
+            return "accepted"
+        if self.revoked_at:
+            return "revoked"
+        if self.expires_at <= timezone.now():
+            return "expired"
+        return "pending"

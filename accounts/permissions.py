@@ -1,0 +1,48 @@
+"""Role permissions: who in an organization may do what."""
+
+from typing import TYPE_CHECKING, Any, cast
+
+from rest_framework import permissions
+from rest_framework.request import Request
+
+from accounts.models import User
+
+if TYPE_CHECKING:  # rest_framework.views imports the permission and throttle settings
+    from rest_framework.views import APIView
+
+
+def caller(request: Request) -> User:
+    """The authenticated user of a request that passed `IsOrganizationMember`."""
+    return cast(User, request.user)
+
+
+class IsOrganizationMember(permissions.BasePermission):
+    """Any authenticated user of an organization (the default for every API view)."""
+
+    def has_permission(self, request: Request, view: "APIView") -> bool:
+        """Authenticated users only."""
+        return isinstance(request.user, User)
+
+
+class IsManager(permissions.BasePermission):
+    """Owners and admins only."""
+
+    message = "This action needs the owner or admin role."
+
+    def has_permission(self, request: Request, view: "APIView") -> bool:
+        """Owner or admin of its organization."""
+        return isinstance(request.user, User) and request.user.is_manager
+
+
+class IsManagerOrReadOnly(IsManager):
+    """Everyone reads; owners and admins write."""
+
+    def has_permission(self, request: Request, view: "APIView") -> bool:
+        """Safe methods for all users, the rest for owners and admins."""
+        if request.method in permissions.SAFE_METHODS:
+            return isinstance(request.user, User)
+        return super().has_permission(request, view)
+
+    def has_object_permission(self, request: Request, view: "APIView", obj: Any) -> bool:
+        """The same rule per object."""
+        return self.has_permission(request, view)

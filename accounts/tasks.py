@@ -1,0 +1,43 @@
+"""Mail delivery, off the request path: slow SMTP never delays a response or leaks through it."""
+
+import smtplib
+from typing import Any
+
+from celery import shared_task
+from django.conf import settings
+from django.core.mail import EmailMultiAlternatives
+from django.template.loader import render_to_string
+
+TEMPLATES = frozenset({"invitation", "password_reset", "verify_email"})
+
+
+@shared_task(
+    autoretry_for=(OSError, smtplib.SMTPException),
+    retry_backoff=True,
+    max_retries=5,
+    soft_time_limit=50,
+    time_limit=60,
+    ignore_result=True,
+)
+def send_email(*, template: str, to: str, context: dict[str, Any]) -> None:
+    """Render `templates/emails/<template>` as text and HTML and send it to one address."""
+    if template not in TEMPLATES:
+        raise ValueError(f"unknown email template {template!r}")
+    context = {**context, "web_base_url": settings.WEB_BASE_URL}
+    # One line: mail headers must not carry newlines.
+    subject = " ".join(render_to_string(f"emails/{template}_subject.txt", context).split())
+    message = EmailMultiAlternatives(
+        subject=subject,
+        body=render_to_string(f"emails/{template}.txt", context),
+        to=[to],
+    )
+    message.attach_alternative(render_to_string(f"emails/{template}.html", context), "text/html")
+    message.send()
+
+
+@shared_task(soft_time_limit=50, time_limit=60, ignore_result=True)
+def send_password_reset(*, email: str) -> None:
+    """Mail a reset link to this address if it belongs to an active account."""
+    from accounts.services import password_reset_send  # services enqueue the tasks of this module
+
+    password_reset_send(email=email)

@@ -1,0 +1,59 @@
+"""Throttles for the unauthenticated auth routes: per client IP and per account."""
+
+import hashlib
+from typing import TYPE_CHECKING
+
+from django.conf import settings
+from rest_framework.request import Request
+from rest_framework.throttling import SimpleRateThrottle
+
+from accounts.models import normalize_email
+
+if TYPE_CHECKING:  # rest_framework.views imports the permission and throttle settings
+    from rest_framework.views import APIView
+
+
+class _AuthThrottle(SimpleRateThrottle):
+    """Rate from AUTH_THROTTLE_RATE, read when the throttle is built so tests can change it."""
+
+    def get_rate(self) -> str:
+        """The configured auth rate."""
+        return settings.AUTH_THROTTLE_RATE
+
+    def _key(self, view: "APIView", kind: str, ident: str) -> str:
+        action = getattr(view, "action", None) or type(view).__name__
+        return f"throttle:auth:{action}:{kind}:{ident}"
+
+
+class AuthIPThrottle(_AuthThrottle):
+    """Per client IP; X-Forwarded-For is honoured only through NUM_PROXIES."""
+
+    def get_cache_key(self, request: Request, view: "APIView") -> str | None:
+        """One bucket per route and client address."""
+        return self._key(view, "ip", self.get_ident(request))
+
+
+class AuthUserThrottle(_AuthThrottle):
+    """Per authenticated user, for routes that check a password (a stolen JWT guessing it)."""
+
+    def get_cache_key(self, request: Request, view: "APIView") -> str | None:
+        """One bucket per route and user."""
+        user_id = getattr(request.user, "pk", None)
+        return self._key(view, "user", str(user_id)) if user_id else None
+
+
+class AuthAccountThrottle(_AuthThrottle):
+    """Per account: the email in the body, or the mailed token for token-based routes."""
+
+    def get_cache_key(self, request: Request, view: "APIView") -> str | None:
+        """One bucket per route and account; requests naming no account are not counted."""
+        data = request.data if isinstance(request.data, dict) else {}
+        email, token = data.get("email"), data.get("token")
+        if isinstance(email, str) and email.strip():
+            subject = normalize_email(email)
+        elif isinstance(token, str) and token:
+            subject = token
+        else:
+            return None
+        digest = hashlib.sha256(subject.encode()).hexdigest()[:32]
+        return self._key(view, "account", digest)
