@@ -1,0 +1,95 @@
+import pytest
+from django.core.management import call_command
+from django.urls import reverse
+
+from accounts.models import Invitation, Organization, Project, Role, User
+from accounts.services import invitation_create
+
+
+@pytest.fixture
+def staff_client(client, cast):
+    superuser = User.objects.create_superuser("root@ops.test", "ops-password-123")
+    client.force_login(superuser)
+    return client
+
+
+def test_createsuperuser_works_non_interactively(db, monkeypatch):
+    monkeypatch.setenv("DJANGO_SUPERUSER_PASSWORD", "ops-password-123")
+
+    call_command("createsuperuser", interactive=False, email="Root@Ops.test", verbosity=0)
+
+    user = User.objects.get(email="root@ops.test")
+    assert user.is_superuser
+    assert user.is_staff
+    assert user.role == Role.OWNER
+    assert user.organization.projects.count() == 1
+    assert user.password.startswith("bcrypt_sha256$")
+
+
+@pytest.mark.parametrize("model", [Organization, User, Project, Invitation])
+def test_changelists_and_searches_render(staff_client, cast, model):
+    invitation_create(
+        inviter=cast.owner, email="pending@acme.test", role="member", projects=[cast.project]
+    )
+    url = reverse(f"admin:accounts_{model._meta.model_name}_changelist")
+
+    assert staff_client.get(url).status_code == 200
+    assert staff_client.get(url, {"q": "acme"}).status_code == 200
+
+
+def test_user_page_masks_the_password_hash(staff_client, cast):
+    response = staff_client.get(reverse("admin:accounts_user_change", args=[cast.member.pk]))
+
+    assert response.status_code == 200
+    page = response.content.decode()
+    hash_tail = cast.member.password.rsplit("$", 1)[-1]
+    assert hash_tail not in page
+    assert "bcrypt_sha256" in page
+
+
+def test_invitation_page_never_shows_the_token_digest(staff_client, cast):
+    invitation = invitation_create(
+        inviter=cast.owner, email="pending@acme.test", role="member", projects=[]
+    )
+
+    response = staff_client.get(reverse("admin:accounts_invitation_change", args=[invitation.pk]))
+
+    assert response.status_code == 200
+    assert invitation.token_hash not in response.content.decode()
+
+
+def test_organization_page_inlines_users_and_projects(staff_client, cast):
+    response = staff_client.get(reverse("admin:accounts_organization_change", args=[cast.org.pk]))
+
+    page = response.content.decode()
+    assert "member@acme.test" in page
+    assert "Default" in page
+
+
+def test_admin_requires_staff(client, cast):
+    client.force_login(cast.owner)
+
+    response = client.get(reverse("admin:accounts_user_changelist"))
+
+    assert response.status_code == 302
+
+
+def test_setting_a_password_in_the_admin_revokes_the_users_jwts(staff_client, cast, api):
+    api.as_user(cast.member)
+    assert api.get("/api/v1/auth/me").status_code == 200
+    url = reverse("admin:auth_user_password_change", args=[cast.member.pk]).replace(
+        "auth/user", "accounts/user"
+    )
+
+    response = staff_client.post(
+        url,
+        {
+            "password1": "admin-set-pass-77",
+            "password2": "admin-set-pass-77",
+            "usable_password": "true",
+        },
+    )
+
+    assert response.status_code == 302, response.content
+    assert api.get("/api/v1/auth/me").status_code == 401
+    assert User.objects.get(pk=cast.member.pk).check_password("admin-set-pass-77")

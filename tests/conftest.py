@@ -1,0 +1,120 @@
+"""Shared fixtures: an API client that commits like production, and the fixed cast.
+
+The cast in every API test module: an owner, an admin and a member of one organization (the
+member granted its default project), and an outsider who owns another organization.
+"""
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from django.conf import settings
+from django.contrib.auth import hashers
+from django.core import mail
+from django.core.cache import cache
+from django.core.management import call_command
+from rest_framework.test import APIClient
+
+from accounts.models import Organization, Project, Role, User
+from accounts.services import organization_create
+from accounts.tokens import issue_access_token
+from tests.helpers import PASSWORD
+
+
+class Api(APIClient):
+    """APIClient whose requests run their on-commit callbacks (mail tasks) like a real request."""
+
+    def __init__(self, capture: Callable[..., Any], **defaults: Any) -> None:
+        super().__init__(**defaults)
+        self._capture = capture
+
+    def request(self, *args: Any, **kwargs: Any) -> Any:
+        with self._capture(execute=True):
+            return super().request(*args, **kwargs)
+
+    def as_user(self, user: User | None) -> "Api":
+        """Send a fresh JWT of this user (or no credential) from now on."""
+        if user is None:
+            self.credentials()
+        else:
+            self.credentials(HTTP_AUTHORIZATION=f"Bearer {issue_access_token(user).token}")
+        return self
+
+
+@dataclass
+class Cast:
+    org: Organization
+    project: Project
+    owner: User
+    admin: User
+    member: User
+    other_org: Organization
+    other_project: Project
+    outsider: User
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _static_files(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Collect static files once, as a deployment does: tests run with DEBUG off."""
+    settings.STATIC_ROOT = tmp_path_factory.mktemp("static")
+    call_command("collectstatic", interactive=False, verbosity=0)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _cheap_bcrypt() -> None:
+    """Real bcrypt hashes (`bcrypt_sha256$`), with a cost of 4 instead of 12 to keep tests fast."""
+    settings.PASSWORD_HASHERS = ["tests.hashers.CheapBCryptSHA256PasswordHasher"]
+    hashers.get_hashers.cache_clear()
+    hashers.get_hashers_by_algorithm.cache_clear()
+
+
+@pytest.fixture(autouse=True)
+def _clean_cache() -> Iterator[None]:
+    """Throttle counters live in the cache (Redis in CI): start every test from zero."""
+    cache.clear()
+    yield
+    cache.clear()
+
+
+@pytest.fixture
+def api(django_capture_on_commit_callbacks: Callable[..., Any]) -> Api:
+    return Api(django_capture_on_commit_callbacks)
+
+
+@pytest.fixture
+def make_user() -> Callable[..., User]:
+    def make(
+        organization: Organization,
+        email: str,
+        role: str = Role.MEMBER,
+        password: str = PASSWORD,
+        projects: tuple[Project, ...] = (),
+    ) -> User:
+        user = User.objects.create_user(email, password, organization=organization, role=role)
+        user.projects.set(projects)
+        return user
+
+    return make
+
+
+@pytest.fixture
+def cast(db: None, make_user: Callable[..., User]) -> Cast:
+    org, project = organization_create(name="Acme")
+    other_org, other_project = organization_create(name="Globex")
+    return Cast(
+        org=org,
+        project=project,
+        owner=make_user(org, "owner@acme.test", Role.OWNER),
+        admin=make_user(org, "admin@acme.test", Role.ADMIN),
+        member=make_user(org, "member@acme.test", Role.MEMBER, projects=(project,)),
+        other_org=other_org,
+        other_project=other_project,
+        outsider=make_user(other_org, "owner@globex.test", Role.OWNER),
+    )
+
+
+@pytest.fixture
+def outbox() -> list[mail.EmailMessage]:
+    """Mails sent during the test (Django's locmem backend)."""
+    return mail.outbox
