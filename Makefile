@@ -21,7 +21,7 @@ $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 
 ## run: serve on http://127.0.0.1:$(PORT) with SQLite, an embedded Celery worker and beat.
 run: $(VENV)/.installed
-	@export DEBUG=$${DEBUG:-true}; \
+	@export DEBUG=$${DEBUG:-true} WEB_BASE_URL=$${WEB_BASE_URL:-http://127.0.0.1:$(PORT)}; \
 	$(BIN)/python manage.py migrate --noinput && \
 	trap 'kill 0' INT TERM EXIT; \
 	$(BIN)/celery -A healthmon worker -B --pool=threads --concurrency=4 --loglevel=INFO & \

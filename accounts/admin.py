@@ -4,13 +4,16 @@ Password hashes are shown only as Django's masked summary; invitation token dige
 never displayed.
 """
 
+from typing import Any
+
 from django.contrib import admin
 from django.contrib.auth.admin import UserAdmin as DjangoUserAdmin
 from django.contrib.auth.forms import AdminPasswordChangeForm, UserChangeForm, UserCreationForm
+from django.core.exceptions import ValidationError
 from django.db.models import Count, QuerySet
 from django.http import HttpRequest
 
-from accounts.models import Invitation, Organization, Project, ProjectAccess, User
+from accounts.models import Invitation, Organization, Project, ProjectAccess, Role, User
 
 
 class UserInline(admin.TabularInline):
@@ -82,9 +85,29 @@ class AdminUserCreationForm(UserCreationForm):
 
 
 class AdminUserChangeForm(UserChangeForm):
+    """The admin's user form, keeping the API's rule that an organization keeps an owner."""
+
     class Meta:
         model = User
         fields = "__all__"
+
+    def clean(self) -> dict[str, Any]:
+        """Refuse to demote or move away the organization's last owner."""
+        cleaned = super().clean() or self.cleaned_data
+        user = self.instance
+        was_last_owner = (
+            user.pk
+            and User.objects.filter(pk=user.pk, role=Role.OWNER).exists()
+            and not User.objects.for_org(user.organization).owners().exclude(pk=user.pk).exists()
+        )
+        stays_owner = (
+            cleaned.get("role") == Role.OWNER and cleaned.get("organization") == user.organization
+        )
+        if was_last_owner and not stays_owner:
+            raise ValidationError(
+                "This is the organization's last owner; make someone else owner first."
+            )
+        return cleaned
 
 
 @admin.register(User)

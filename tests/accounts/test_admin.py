@@ -93,3 +93,23 @@ def test_setting_a_password_in_the_admin_revokes_the_users_jwts(staff_client, ca
     assert response.status_code == 302, response.content
     assert api.get("/api/v1/auth/me").status_code == 401
     assert User.objects.get(pk=cast.member.pk).check_password("admin-set-pass-77")
+
+
+def test_the_admin_cannot_demote_the_last_owner(staff_client, cast):
+    url = reverse("admin:accounts_user_change", args=[cast.owner.pk])
+    form = {
+        "email": cast.owner.email,
+        "organization": str(cast.org.pk),
+        "role": "member",
+        "is_active": "on",
+        "date_joined_0": "2026-01-01",
+        "date_joined_1": "00:00:00",
+        "access-TOTAL_FORMS": "0",
+        "access-INITIAL_FORMS": "0",
+    }
+
+    response = staff_client.post(url, form)
+
+    assert response.status_code == 200
+    assert "last owner" in response.content.decode()
+    assert User.objects.get(pk=cast.owner.pk).role == Role.OWNER
