@@ -141,6 +141,17 @@ class AuthViewSet(viewsets.ViewSet):
         return Response(s.MeSerializer(caller(request)).data)
 
 
+class ManagerOnlyViewSet(
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    mixins.DestroyModelMixin,
+    viewsets.GenericViewSet,
+):
+    """List, read and delete, for the owners and admins of the organization."""
+
+    permission_classes = [IsOrganizationMember, IsManager]
+
+
 @extend_schema(tags=["users"])
 @extend_schema_view(
     list=extend_schema(summary="List the organization's users (owner, admin)"),
@@ -153,15 +164,9 @@ class AuthViewSet(viewsets.ViewSet):
         },
     ),
 )
-class UserViewSet(
-    mixins.ListModelMixin,
-    mixins.RetrieveModelMixin,
-    mixins.DestroyModelMixin,
-    viewsets.GenericViewSet,
-):
+class UserViewSet(ManagerOnlyViewSet):
     """Users of the caller's organization; owners and admins only."""
 
-    permission_classes = [IsOrganizationMember, IsManager]
     serializer_class = s.UserDetailSerializer
 
     def get_queryset(self) -> QuerySet[User]:
@@ -208,15 +213,9 @@ class UserViewSet(
 
 
 @extend_schema(tags=["users"])
-class InvitationViewSet(
-    mixins.ListModelMixin,
-    mixins.RetrieveModelMixin,
-    mixins.DestroyModelMixin,
-    viewsets.GenericViewSet,
-):
+class InvitationViewSet(ManagerOnlyViewSet):
     """Pending invitations of the caller's organization; owners and admins only."""
 
-    permission_classes = [IsOrganizationMember, IsManager]
     serializer_class = s.InvitationSerializer
 
     def get_queryset(self) -> QuerySet[Invitation]:
