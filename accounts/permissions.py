@@ -1,6 +1,6 @@
 """Role permissions: who in an organization may do what."""
 
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
 from rest_framework import permissions
 from rest_framework.request import Request
@@ -42,7 +42,3 @@ class IsManagerOrReadOnly(IsManager):
         if request.method in permissions.SAFE_METHODS:
             return isinstance(request.user, User)
         return super().has_permission(request, view)
-
-    def has_object_permission(self, request: Request, view: "APIView", obj: Any) -> bool:
-        """The same rule per object."""
-        return self.has_permission(request, view)
