@@ -94,16 +94,11 @@ class AdminUserChangeForm(UserChangeForm):
     def clean(self) -> dict[str, Any]:
         """Refuse to demote or move away the organization's last owner."""
         cleaned = super().clean() or self.cleaned_data
-        user = self.instance
-        was_last_owner = (
-            user.pk
-            and User.objects.filter(pk=user.pk, role=Role.OWNER).exists()
-            and not User.objects.for_org(user.organization).owners().exclude(pk=user.pk).exists()
-        )
+        user = self.instance  # still as stored: the form copies its data onto it after clean()
         stays_owner = (
             cleaned.get("role") == Role.OWNER and cleaned.get("organization") == user.organization
         )
-        if was_last_owner and not stays_owner:
+        if user.pk and not stays_owner and user.is_last_owner():
             raise ValidationError(
                 "This is the organization's last owner; make someone else owner first."
             )

@@ -170,6 +170,13 @@ class User(AbstractBaseUser, PermissionsMixin):
         """Owners and admins manage users, invitations and projects."""
         return self.role in MANAGER_ROLES
 
+    def is_last_owner(self) -> bool:
+        """Whether this user is the only owner of its organization (as stored in `role`)."""
+        if self.role != Role.OWNER:
+            return False
+        others = User.objects.for_org(self.organization).owners().exclude(pk=self.pk)
+        return not others.exists()
+
     @property
     def email_verified(self) -> bool:
         """Whether the user proved ownership of the email address."""

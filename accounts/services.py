@@ -59,9 +59,8 @@ def _check_new_password(password: str, user: User, field: str = "password") -> N
         raise ValidationError({field: list(exc.messages)}) from exc
 
 
-def _set_password_and_revoke_tokens(user: User, password: str) -> User:
-    """Store a new password and invalidate every JWT issued before."""
-    locked = User.objects.select_for_update().get(pk=user.pk)
+def _set_password_and_revoke_tokens(locked: User, password: str) -> User:
+    """Store a new password and invalidate every JWT issued before; the caller locked the row."""
     locked.set_password(password)
     locked.token_version += 1
     fields = ["password", "token_version"]
@@ -87,10 +86,6 @@ def _lock_for_role_change(actor: User, user: User) -> tuple[User, User]:
     if fresh_actor is None or not fresh_actor.is_manager:
         raise PermissionDenied(IsManager.message)
     return fresh_actor, users[user.pk]
-
-
-def _has_other_owner(user: User) -> bool:
-    return User.objects.for_org(user.organization).owners().exclude(pk=user.pk).exists()
 
 
 def _ensure_email_free(email: str) -> None:
@@ -191,6 +186,7 @@ def password_reset_complete(*, token: str, password: str) -> User:
 @transaction.atomic
 def password_change(*, user: User, current_password: str, new_password: str) -> User:
     """Change a password knowing the current one; revokes every earlier JWT."""
+    user = User.objects.select_for_update().get(pk=user.pk)
     if not user.check_password(current_password):
         raise ValidationError({"current_password": ["The current password is incorrect."]})
     _check_new_password(new_password, user, field="new_password")
@@ -276,7 +272,7 @@ def invitation_revoke(*, invitation: Invitation) -> None:
 def user_change_role(*, actor: User, user: User, role: str) -> User:
     """Change a user's role; only owners touch the owner role, and one owner always remains."""
     actor, user = _lock_for_role_change(actor, user)
-    if user.role == Role.OWNER and role != Role.OWNER and not _has_other_owner(user):
+    if role != Role.OWNER and user.is_last_owner():
         raise LastOwner("The last owner cannot be demoted; make someone else owner first.")
     if Role.OWNER in (user.role, role) and actor.role != Role.OWNER:
         raise OwnerRoleRequired("Only an owner can grant or change the owner role.")
@@ -292,7 +288,7 @@ def user_remove(*, actor: User, user: User) -> None:
     if user.pk == actor.pk:
         raise CannotRemoveSelf()
     actor, user = _lock_for_role_change(actor, user)
-    if user.role == Role.OWNER and not _has_other_owner(user):
+    if user.is_last_owner():
         raise LastOwner("The last owner cannot be removed.")
     if user.role == Role.OWNER and actor.role != Role.OWNER:
         raise OwnerRoleRequired("Only an owner can remove an owner.")
