@@ -14,6 +14,8 @@ from django.http import Http404
 from rest_framework import serializers
 
 from accounts.models import Invitation, Project, User
+from apikeys.models import ApiKey
+from monitoring.models import Endpoint
 
 M = TypeVar("M", bound=models.Model)
 
@@ -39,6 +41,16 @@ def access_pending_invitation(caller: User, invitation_id: object) -> Invitation
     """A pending invitation of the caller's organization."""
     queryset = Invitation.objects.for_org(caller.organization).pending()
     return _get_or_404(queryset, invitation_id)
+
+
+def access_api_key(caller: User, api_key_id: object) -> ApiKey:
+    """A key the caller manages (all of the organization's for managers, else its own)."""
+    return _get_or_404(ApiKey.objects.visible_to(caller).not_revoked(), api_key_id)
+
+
+def access_endpoint(caller: User, endpoint_id: object) -> Endpoint:
+    """An endpoint in a project the caller can see."""
+    return _get_or_404(Endpoint.objects.visible_to(caller), endpoint_id)
 
 
 def access_projects(caller: User, project_ids: Iterable[uuid.UUID]) -> list[Project]:

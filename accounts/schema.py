@@ -17,6 +17,6 @@ class JWTScheme(OpenApiAuthenticationExtension):
         return {
             "type": "http",
             "scheme": "bearer",
-            "bearerFormat": "JWT or API key",
-            "description": "A JWT from /auth/login, or an API key.",
+            "bearerFormat": "JWT",
+            "description": "A JWT from /auth/login (valid 7 days by default).",
         }

@@ -33,6 +33,7 @@ from accounts.tokens import (
     user_for_email_verification_token,
     user_for_password_reset_token,
 )
+from apikeys.services import api_keys_revoke_for_user
 from healthmon.errors import Conflict
 
 DEFAULT_PROJECT_NAME = "Default"
@@ -292,6 +293,7 @@ def user_remove(*, actor: User, user: User) -> None:
         raise LastOwner("The last owner cannot be removed.")
     if user.role == Role.OWNER and actor.role != Role.OWNER:
         raise OwnerRoleRequired("Only an owner can remove an owner.")
+    api_keys_revoke_for_user(user=user)
     user.delete()
 
 
@@ -334,3 +336,12 @@ def project_rename(*, project: Project, name: str) -> Project:
     except IntegrityError as exc:
         raise Conflict(PROJECT_NAME_TAKEN) from exc
     return project
+
+
+@transaction.atomic
+def project_delete(*, project: Project) -> None:
+    """Delete a project that has no endpoints left; their history is never deleted by surprise."""
+    locked = Project.objects.select_for_update().get(pk=project.pk)
+    if locked.endpoints.exists():
+        raise Conflict("Delete or move this project's endpoints first.")
+    locked.delete()

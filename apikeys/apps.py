@@ -6,3 +6,7 @@ class ApikeysConfig(AppConfig):
 
     name = "apikeys"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        """Register the OpenAPI extension of the authentication class."""
+        from apikeys import schema  # noqa: F401

@@ -133,11 +133,32 @@ def _first_message(errors: Any, path: str = "") -> str:
     return f"{path}: {errors}" if path else str(errors)
 
 
+def _flatten(errors: Any, path: str = "") -> dict[str, list[str]]:
+    """Nested DRF errors as `{"field.sub.0": [messages]}`, the shape the schema promises."""
+    if isinstance(errors, dict):
+        flat: dict[str, list[str]] = {}
+        for key, value in errors.items():
+            name = str(key)
+            if path:
+                name = path if name == "non_field_errors" else f"{path}.{name}"
+            for field, messages in _flatten(value, name).items():
+                flat.setdefault(field, []).extend(messages)
+        return flat
+    if isinstance(errors, list) and any(isinstance(item, dict | list) for item in errors):
+        flat = {}
+        for item in errors:
+            for field, messages in _flatten(item, path).items():
+                flat.setdefault(field, []).extend(messages)
+        return flat
+    messages = errors if isinstance(errors, list) else [errors]
+    return {path or "non_field_errors": [str(message) for message in messages]}
+
+
 def _validation_problem(errors: Any) -> dict[str, Any]:
     if not isinstance(errors, dict):
         errors = {"non_field_errors": errors if isinstance(errors, list) else [errors]}
     body = problem(400, ErrorCode.VALIDATION_ERROR, _first_message(errors) or "Invalid input.")
-    body["errors"] = errors
+    body["errors"] = _flatten(errors)
     return body
 
 

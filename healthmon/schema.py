@@ -37,7 +37,23 @@ _DESCRIPTIONS = {
 
 
 class AutoSchema(openapi.AutoSchema):
-    """drf-spectacular's schema plus the error responses each operation can give."""
+    """drf-spectacular's schema plus the error responses and API key scope of each operation."""
+
+    def get_description(self) -> str:  # type: ignore[override]
+        """The view's description, then which API keys may call the operation."""
+        # Imported here: apikeys.permissions loads rest_framework.views through accounts.
+        from apikeys.permissions import IsUserCredential, required_scope
+
+        description: str = super().get_description()
+        permissions = self.view.get_permissions()
+        if any(isinstance(p, AllowAny) for p in permissions):
+            return description
+        if any(isinstance(p, IsUserCredential) for p in permissions):
+            note = "API keys cannot call this operation: use a JWT."
+        else:
+            scope = required_scope(self.method, self.view)
+            note = f"API key scope: `{scope}` (or `admin`)." if scope else "API key scope: `admin`."
+        return f"{description}\n\n{note}".strip()
 
     def _get_response_bodies(self, direction: openapi.Direction = "response") -> dict[str, Any]:
         responses: dict[str, Any] = super()._get_response_bodies(direction)

@@ -5,6 +5,9 @@ Celery's filesystem broker. DATABASE_URL, CACHE_URL and CELERY_BROKER_URL switch
 PostgreSQL and Redis in production.
 """
 
+import base64
+import binascii
+import hashlib
 import re
 from datetime import timedelta
 from pathlib import Path
@@ -74,6 +77,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "django_filters",
     "accounts",
     "apikeys",
     "monitoring",
@@ -112,6 +116,10 @@ TEMPLATES = [
 
 DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}")}
 DATABASES["default"]["ATOMIC_REQUESTS"] = False
+# Keep connections open between requests (a new PostgreSQL connection costs milliseconds);
+# the health check drops a connection the server closed meanwhile.
+DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=60)
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 CACHES = {"default": env.cache("CACHE_URL", default="locmemcache://")}
@@ -177,6 +185,34 @@ REQUIRE_EMAIL_VERIFICATION = _bool("REQUIRE_EMAIL_VERIFICATION", False)
 API_KEY_PREFIX = env.str("API_KEY_PREFIX", default="hm")
 if not re.fullmatch(r"[a-z][a-z0-9]{0,15}", API_KEY_PREFIX):
     raise ImproperlyConfigured("API_KEY_PREFIX must be 1-16 lowercase letters or digits.")
+
+
+def _fernet_keys(name: str) -> list[str]:
+    """Read Fernet keys (comma-separated, newest first); in DEBUG, derive one if none is set."""
+    keys = env.list(name, default=[])
+    if not keys:
+        if not DEBUG:
+            raise ImproperlyConfigured(
+                f"{name} is required when DEBUG is false: generate one with "
+                '`python -c "from cryptography.fernet import Fernet; '
+                'print(Fernet.generate_key().decode())"`.'
+            )
+        digest = hashlib.sha256(b"healthmon-field-encryption:" + SECRET_KEY.encode()).digest()
+        return [base64.urlsafe_b64encode(digest).decode()]
+    for key in keys:
+        try:
+            valid = len(base64.urlsafe_b64decode(key.encode())) == 32
+        except (binascii.Error, ValueError):
+            valid = False
+        if not valid:
+            raise ImproperlyConfigured(f"{name} holds a value that is not a Fernet key.")
+    return keys
+
+
+FIELD_ENCRYPTION_KEYS = _fernet_keys("FIELD_ENCRYPTION_KEYS")
+MIN_CHECK_INTERVAL = int(_duration("MIN_CHECK_INTERVAL", timedelta(seconds=10)).total_seconds())
+if not 2 <= MIN_CHECK_INTERVAL <= 86400:
+    raise ImproperlyConfigured("MIN_CHECK_INTERVAL must be between 2 seconds and 1 day.")
 NUM_PROXIES = env.int("NUM_PROXIES", default=0)
 if NUM_PROXIES < 0:
     raise ImproperlyConfigured("NUM_PROXIES must be 0 or more.")
@@ -222,8 +258,13 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
 # --- REST API -------------------------------------------------------------------------------
 
 REST_FRAMEWORK = {
-    "DEFAULT_AUTHENTICATION_CLASSES": ["accounts.authentication.JWTAuthentication"],
-    "DEFAULT_PERMISSION_CLASSES": ["accounts.permissions.IsOrganizationMember"],
+    # An API key is recognised by its shape; anything else is tried as a JWT.
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "apikeys.authentication.ApiKeyAuthentication",
+        "accounts.authentication.JWTAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["apikeys.permissions.HasScope"],
+    "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     "DEFAULT_RENDERER_CLASSES": [
         "rest_framework.renderers.JSONRenderer",
         "healthmon.errors.ProblemJSONRenderer",

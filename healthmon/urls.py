@@ -4,8 +4,13 @@ from django.contrib import admin
 from django.urls import URLPattern, URLResolver, include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
+from healthmon.views import HealthView
+
 api_v1: list[URLPattern | URLResolver] = [
     path("", include("accounts.api.urls")),
+    path("", include("apikeys.api.urls")),
+    path("", include("monitoring.api.urls")),
+    path("health", HealthView.as_view(), name="health"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
 ]
 

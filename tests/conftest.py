@@ -6,6 +6,7 @@ member granted its default project), and an outsider who owns another organizati
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 import pytest
@@ -19,6 +20,10 @@ from rest_framework.test import APIClient
 from accounts.models import Organization, Project, Role, User
 from accounts.services import organization_create
 from accounts.tokens import issue_access_token
+from apikeys.services import api_key_create
+from monitoring.config import validate_config
+from monitoring.models import Endpoint
+from monitoring.services import endpoint_create
 from tests.helpers import PASSWORD
 
 
@@ -39,6 +44,11 @@ class Api(APIClient):
             self.credentials()
         else:
             self.credentials(HTTP_AUTHORIZATION=f"Bearer {issue_access_token(user).token}")
+        return self
+
+    def with_key(self, key: str) -> "Api":
+        """Send this API key from now on."""
+        self.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
         return self
 
 
@@ -112,6 +122,35 @@ def cast(db: None, make_user: Callable[..., User]) -> Cast:
         other_project=other_project,
         outsider=make_user(other_org, "owner@globex.test", Role.OWNER),
     )
+
+
+@pytest.fixture
+def make_key() -> Callable[..., str]:
+    """Issue an API key for a user through the service; returns the clear key."""
+
+    def make(user: User, *scopes: str, expires_at: datetime | None = None) -> str:
+        _, key = api_key_create(
+            creator=user, name="test key", scopes=scopes or ("admin",), expires_at=expires_at
+        )
+        return key
+
+    return make
+
+
+@pytest.fixture
+def make_endpoint() -> Callable[..., Endpoint]:
+    """Create an endpoint through the service (an HTTP one unless told otherwise)."""
+
+    def make(project: Project, **fields: Any) -> Endpoint:
+        fields.setdefault("name", "Website")
+        fields.setdefault("type", "http")
+        fields.setdefault("target", "https://example.com/health")
+        fields.setdefault("interval_seconds", 60)
+        fields.setdefault("timeout_seconds", 10)
+        fields["config"] = validate_config(fields["type"], fields.get("config", {}))
+        return endpoint_create(project=project, **fields)
+
+    return make
 
 
 @pytest.fixture

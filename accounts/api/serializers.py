@@ -1,6 +1,7 @@
 """Request parsing and response shapes of the accounts API."""
 
 import unicodedata
+import uuid
 from typing import Any
 
 from rest_framework import serializers
@@ -178,6 +179,22 @@ class ProjectIdsField(serializers.ListField):
         """Resolve the ids to projects of the caller's organization."""
         ids = super().to_internal_value(data)
         return access_projects(self.context["request"].user, ids)
+
+
+class VisibleProjectField(serializers.PrimaryKeyRelatedField[Project]):
+    """One project the caller can see, by id; any other id is a validation error."""
+
+    def get_queryset(self) -> Any:
+        """Projects visible to the caller."""
+        return Project.objects.visible_to(self.context["request"].user)
+
+    def to_internal_value(self, data: Any) -> Project:
+        """Refuse anything that is not a UUID before querying."""
+        try:
+            uuid.UUID(str(data))
+        except ValueError:
+            self.fail("does_not_exist", pk_value=data)
+        return super().to_internal_value(data)
 
 
 class UserProjectsSerializer(serializers.Serializer[Any]):

@@ -10,15 +10,17 @@ from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.serializers import BaseSerializer
+from rest_framework.settings import api_settings
 
 from accounts import selectors, services
 from accounts.access import access_pending_invitation, access_project, access_user
 from accounts.api import serializers as s
-from accounts.authentication import JWTAuthentication
 from accounts.models import Invitation, Project, User
-from accounts.permissions import IsManager, IsManagerOrReadOnly, IsOrganizationMember, caller
+from accounts.permissions import IsManager, IsManagerOrReadOnly, caller
 from accounts.throttling import AuthAccountThrottle, AuthIPThrottle, AuthUserThrottle
 from accounts.tokens import issue_access_token
+from apikeys.models import Scope
+from apikeys.permissions import HasScope, IsUserCredential
 
 CONFLICT = OpenApiResponse(description="Conflicts with an existing account or name (`conflict`).")
 FORGOT_PASSWORD_DETAIL = "If an account exists for this email, a reset link has been sent."  # noqa: S105
@@ -115,8 +117,8 @@ class AuthViewSet(viewsets.ViewSet):
         detail=False,
         methods=["post"],
         url_path="change-password",
-        authentication_classes=[JWTAuthentication],
-        permission_classes=[IsOrganizationMember],
+        authentication_classes=api_settings.DEFAULT_AUTHENTICATION_CLASSES,
+        permission_classes=[IsUserCredential, HasScope],
         throttle_classes=[AuthUserThrottle],
     )
     def change_password(self, request: Request) -> Response:
@@ -132,8 +134,8 @@ class AuthViewSet(viewsets.ViewSet):
     @action(
         detail=False,
         methods=["get"],
-        authentication_classes=[JWTAuthentication],
-        permission_classes=[IsOrganizationMember],
+        authentication_classes=api_settings.DEFAULT_AUTHENTICATION_CLASSES,
+        permission_classes=[HasScope],
         throttle_classes=[],
     )
     def me(self, request: Request) -> Response:
@@ -149,7 +151,7 @@ class ManagerOnlyViewSet(
 ):
     """List, read and delete, for the owners and admins of the organization."""
 
-    permission_classes = [IsOrganizationMember, IsManager]
+    permission_classes = [HasScope, IsManager]
 
 
 @extend_schema(tags=["users"])
@@ -237,11 +239,18 @@ class InvitationViewSet(ManagerOnlyViewSet):
 @extend_schema_view(
     create=extend_schema(responses={201: s.ProjectSerializer, 409: CONFLICT}),
     partial_update=extend_schema(responses={200: s.ProjectSerializer, 409: CONFLICT}),
+    destroy=extend_schema(
+        responses={
+            204: None,
+            409: OpenApiResponse(description="The project still has endpoints (`conflict`)."),
+        }
+    ),
 )
 class ProjectViewSet(viewsets.ModelViewSet):
     """Projects: everyone reads the ones it can see; owners and admins write."""
 
-    permission_classes = [IsOrganizationMember, IsManagerOrReadOnly]
+    permission_classes = [HasScope, IsManagerOrReadOnly]
+    read_scope = Scope.ENDPOINT_READ
     serializer_class = s.ProjectSerializer
     http_method_names = ["get", "post", "patch", "delete", "head", "options"]
 
@@ -270,3 +279,7 @@ class ProjectViewSet(viewsets.ModelViewSet):
             project=serializer.instance,
             name=serializer.validated_data.get("name", serializer.instance.name),
         )
+
+    def perform_destroy(self, instance: Project) -> None:
+        """Delete an empty project; one that still has endpoints is a conflict."""
+        services.project_delete(project=instance)

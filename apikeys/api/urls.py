@@ -1,0 +1,10 @@
+"""Routes of the API key API under /api/v1."""
+
+from rest_framework.routers import SimpleRouter
+
+from apikeys.api import views
+
+router = SimpleRouter(trailing_slash=False)
+router.register("api-keys", views.ApiKeyViewSet, basename="apikey")
+
+urlpatterns = router.urls

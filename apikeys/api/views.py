@@ -1,0 +1,61 @@
+"""API key routes: issue (shown once), list and revoke."""
+
+from django.db.models import QuerySet
+from drf_spectacular.utils import extend_schema, extend_schema_view
+from rest_framework import mixins, status, viewsets
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from accounts.access import access_api_key
+from accounts.permissions import caller
+from apikeys import services
+from apikeys.api import serializers as s
+from apikeys.models import ApiKey
+
+
+@extend_schema(tags=["api-keys"])
+@extend_schema_view(
+    list=extend_schema(summary="List the API keys you manage (never the keys themselves)"),
+    retrieve=extend_schema(summary="One API key's record"),
+    create=extend_schema(
+        summary="Issue an API key; the key is in this answer only",
+        request=s.ApiKeyCreateSerializer,
+        responses={201: s.ApiKeyCreatedSerializer},
+    ),
+    destroy=extend_schema(summary="Revoke an API key; it answers 401 from then on"),
+)
+class ApiKeyViewSet(
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    mixins.DestroyModelMixin,
+    viewsets.GenericViewSet,
+):
+    """Keys of the organization: owners and admins manage all, members their own.
+
+    No scope is declared, so only a JWT or an `admin` key gets here.
+    """
+
+    serializer_class = s.ApiKeySerializer
+
+    def get_queryset(self) -> QuerySet[ApiKey]:
+        """Keys the caller manages, revoked ones left out."""
+        if getattr(self, "swagger_fake_view", False):
+            return ApiKey.objects.none()
+        return ApiKey.objects.visible_to(caller(self.request)).not_revoked()
+
+    def get_object(self) -> ApiKey:
+        """A key the caller manages, else 404."""
+        return access_api_key(caller(self.request), self.kwargs["pk"])
+
+    def create(self, request: Request) -> Response:
+        """Issue a key with the given scopes and optional expiry."""
+        serializer = s.ApiKeyCreateSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        api_key, key = services.api_key_create(creator=caller(request), **serializer.validated_data)
+        body = s.ApiKeyCreatedSerializer(api_key).data
+        body["key"] = key
+        return Response(body, status=status.HTTP_201_CREATED)
+
+    def perform_destroy(self, instance: ApiKey) -> None:
+        """Revoke; the record stays for the admin."""
+        services.api_key_revoke(api_key=instance)

@@ -1,0 +1,31 @@
+"""Error codes and exceptions of the API key layer."""
+
+from enum import StrEnum
+
+from rest_framework import status
+
+from healthmon.errors import ErrorCode, ProblemError
+
+
+class ApiKeyErrorCode(StrEnum):
+    """Stable codes clients can branch on."""
+
+    INSUFFICIENT_SCOPE = "insufficient_scope"
+
+
+class InsufficientScope(ProblemError):
+    """The API key lacks the scope the route needs."""
+
+    status_code = status.HTTP_403_FORBIDDEN
+    code = ApiKeyErrorCode.INSUFFICIENT_SCOPE
+    title = "Insufficient scope"
+    default_detail = "This API key lacks the scope this request needs."
+
+
+class UserCredentialRequired(ProblemError):
+    """A route that only a person, signed in with a password, may use."""
+
+    status_code = status.HTTP_403_FORBIDDEN
+    code = ErrorCode.PERMISSION_DENIED
+    title = "Permission denied"
+    default_detail = "API keys cannot do this: sign in with your password and use the JWT."

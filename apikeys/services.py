@@ -1,0 +1,61 @@
+"""API key lifecycle: issue, revoke, and record use."""
+
+from collections.abc import Iterable
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from accounts.models import User
+from apikeys import keys
+from apikeys.models import ApiKey, Scope
+
+LAST_USED_RESOLUTION = timedelta(minutes=1)
+
+
+@transaction.atomic
+def api_key_create(
+    *, creator: User, name: str, scopes: Iterable[str], expires_at: datetime | None
+) -> tuple[ApiKey, str]:
+    """Issue a key for the creator's organization; returns the record and the clear key.
+
+    The clear key exists only in this return value: it is shown once and never stored.
+    """
+    key, parsed = keys.generate(settings.API_KEY_PREFIX)
+    api_key = ApiKey.objects.create(
+        organization=creator.organization,
+        created_by=creator,
+        name=name,
+        scopes=sorted(set(scopes), key=list(Scope.values).index),
+        lookup_id=parsed.lookup_id,
+        prefix=parsed.display_prefix,
+        digest=parsed.digest,
+        expires_at=expires_at,
+    )
+    return api_key, key
+
+
+def api_key_revoke(*, api_key: ApiKey) -> None:
+    """Revoke a key: it answers 401 from the next request on."""
+    ApiKey.objects.filter(pk=api_key.pk, revoked_at__isnull=True).update(revoked_at=timezone.now())
+
+
+def api_keys_revoke_for_user(*, user: User) -> int:
+    """Revoke every key a user created (the user is leaving the organization)."""
+    return ApiKey.objects.filter(created_by=user, revoked_at__isnull=True).update(
+        revoked_at=timezone.now()
+    )
+
+
+def api_key_mark_used(*, api_key: ApiKey, now: datetime) -> None:
+    """Record use at most once a minute per key, so busy keys cost no write per request."""
+    stale = now - LAST_USED_RESOLUTION
+    if api_key.last_used_at is not None and api_key.last_used_at > stale:
+        return
+    # Conditional, so that concurrent requests on many workers still write once.
+    ApiKey.objects.filter(pk=api_key.pk).filter(
+        Q(last_used_at__isnull=True) | Q(last_used_at__lte=stale)
+    ).update(last_used_at=now)
+    api_key.last_used_at = now

@@ -1,0 +1,85 @@
+"""Encryption at rest for secrets the service must read back (credentials in probe targets).
+
+Fernet (AES-128-CBC with HMAC-SHA256, from `cryptography`) under the keys in
+`FIELD_ENCRYPTION_KEYS`: the first key encrypts, every key decrypts, so a key is rotated by
+putting a new one first and re-saving rows at leisure. The keys are independent of
+`SECRET_KEY`, so rotating the signing key never makes stored targets unreadable.
+"""
+
+import json
+from functools import cache
+from typing import Any
+
+from cryptography.fernet import Fernet, InvalidToken, MultiFernet
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
+from django.db import models
+from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.models.expressions import Expression
+
+
+class DecryptionError(ImproperlyConfigured):
+    """A stored value cannot be decrypted with any configured key."""
+
+
+@cache
+def _fernet(keys: tuple[str, ...]) -> MultiFernet:
+    return MultiFernet([Fernet(key) for key in keys])
+
+
+def encrypt(plaintext: str) -> str:
+    """Encrypt text under the current (first) key."""
+    return _fernet(tuple(settings.FIELD_ENCRYPTION_KEYS)).encrypt(plaintext.encode()).decode()
+
+
+def decrypt(token: str) -> str:
+    """Decrypt text encrypted under any configured key."""
+    try:
+        return _fernet(tuple(settings.FIELD_ENCRYPTION_KEYS)).decrypt(token.encode()).decode()
+    except InvalidToken as exc:
+        raise DecryptionError(
+            "A stored secret cannot be decrypted: FIELD_ENCRYPTION_KEYS lacks the key it was "
+            "encrypted with."
+        ) from exc
+
+
+class EncryptedTextField(models.TextField):
+    """Text stored encrypted; the model attribute holds the clear value.
+
+    Ciphertexts differ on every save, so the column can neither be searched nor indexed.
+    """
+
+    def get_prep_value(self, value: Any) -> Any:
+        """Encrypt on the way to the database."""
+        value = super().get_prep_value(value)
+        return None if value is None else encrypt(self._dump(value))
+
+    def from_db_value(
+        self, value: str | None, expression: Expression, connection: BaseDatabaseWrapper
+    ) -> Any:
+        """Decrypt on the way from the database."""
+        return None if value is None else self._load(decrypt(value))
+
+    def to_python(self, value: Any) -> Any:
+        """Values already in Python form stay as they are."""
+        return value
+
+    def _dump(self, value: Any) -> str:
+        return str(value)
+
+    def _load(self, text: str) -> Any:
+        return text
+
+
+class EncryptedJSONField(EncryptedTextField):
+    """A JSON document stored encrypted."""
+
+    def get_prep_value(self, value: Any) -> Any:
+        """Serialise, then encrypt."""
+        return None if value is None else encrypt(self._dump(value))
+
+    def _dump(self, value: Any) -> str:
+        return json.dumps(value, separators=(",", ":"), sort_keys=True)
+
+    def _load(self, text: str) -> Any:
+        return json.loads(text)

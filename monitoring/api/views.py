@@ -1,0 +1,70 @@
+"""Endpoint API: create, list, read, change, pause, resume and delete monitored services."""
+
+from django.db.models import QuerySet
+from drf_spectacular.utils import extend_schema, extend_schema_view
+from rest_framework import viewsets
+from rest_framework.decorators import action
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.serializers import BaseSerializer
+
+from accounts.access import access_endpoint
+from accounts.permissions import caller
+from apikeys.models import Scope
+from monitoring import services
+from monitoring.api.filters import EndpointFilter
+from monitoring.api.serializers import EndpointSerializer
+from monitoring.models import Endpoint
+
+
+@extend_schema(tags=["endpoints"])
+@extend_schema_view(
+    list=extend_schema(summary="List monitored endpoints (filter by project, type, status)"),
+    create=extend_schema(summary="Start monitoring an endpoint"),
+    retrieve=extend_schema(summary="One endpoint"),
+    partial_update=extend_schema(summary="Change an endpoint"),
+    destroy=extend_schema(summary="Stop monitoring and delete an endpoint with its history"),
+)
+class EndpointViewSet(viewsets.ModelViewSet):
+    """Endpoints in the projects the caller can see; members write only there too."""
+
+    read_scope = Scope.ENDPOINT_READ
+    write_scope = Scope.ENDPOINT_CREATE
+    serializer_class = EndpointSerializer
+    filterset_class = EndpointFilter
+    http_method_names = ["get", "post", "patch", "delete", "head", "options"]
+
+    def get_queryset(self) -> QuerySet[Endpoint]:
+        """Visible endpoints, without decrypting targets (the masked form is shown)."""
+        if getattr(self, "swagger_fake_view", False):
+            return Endpoint.objects.none()
+        return Endpoint.objects.visible_to(caller(self.request)).defer("target")
+
+    def get_object(self) -> Endpoint:
+        """An endpoint the caller can see, else 404."""
+        return access_endpoint(caller(self.request), self.kwargs["pk"])
+
+    def perform_create(self, serializer: BaseSerializer[Endpoint]) -> None:
+        """Create through the service that schedules the first check."""
+        serializer.instance = services.endpoint_create(**serializer.validated_data)
+
+    def perform_update(self, serializer: BaseSerializer[Endpoint]) -> None:
+        """Change through the service that keeps the schedule right."""
+        assert serializer.instance is not None  # noqa: S101 - DRF always sets it on update
+        serializer.instance = services.endpoint_update(
+            endpoint=serializer.instance, **serializer.validated_data
+        )
+
+    @extend_schema(request=None, responses={200: EndpointSerializer})
+    @action(detail=True, methods=["post"])
+    def pause(self, request: Request, pk: str) -> Response:
+        """Stop checking the endpoint until it is resumed; its history stays."""
+        endpoint = services.endpoint_set_enabled(endpoint=self.get_object(), enabled=False)
+        return Response(self.get_serializer(endpoint).data)
+
+    @extend_schema(request=None, responses={200: EndpointSerializer})
+    @action(detail=True, methods=["post"])
+    def resume(self, request: Request, pk: str) -> Response:
+        """Check the endpoint again, starting at once."""
+        endpoint = services.endpoint_set_enabled(endpoint=self.get_object(), enabled=True)
+        return Response(self.get_serializer(endpoint).data)

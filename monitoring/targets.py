@@ -1,0 +1,231 @@
+"""Probe targets: which URLs fit which endpoint type, and how their secrets are masked.
+
+A target is checked strictly, because a URL that two parsers read differently (a backslash,
+two `@`, a stray space) is how requests end up somewhere other than where the user looked.
+Whether the address it resolves to may be probed is the probe engine's network policy.
+"""
+
+import ipaddress
+import re
+from typing import Any
+from urllib.parse import SplitResult, unquote, urlsplit
+
+from monitoring.models import EndpointType
+
+MASK = "****"
+MAX_TARGET_LENGTH = 2048
+
+SCHEMES: dict[str, tuple[str, ...]] = {
+    EndpointType.HTTP: ("http", "https"),
+    EndpointType.GRAPHQL: ("http", "https"),
+    EndpointType.ELASTICSEARCH: ("http", "https"),
+    EndpointType.GRPC: ("grpc", "grpcs"),
+    EndpointType.POSTGRESQL: ("postgresql", "postgres"),
+    EndpointType.MYSQL: ("mysql", "mariadb"),
+    EndpointType.REDIS: ("redis", "rediss"),
+    EndpointType.WEBSOCKET: ("ws", "wss"),
+}
+SCHEMES[EndpointType.CUSTOM] = tuple(dict.fromkeys(s for v in SCHEMES.values() for s in v))
+
+# Names of query parameters, headers and config keys whose values are secrets.
+SECRET_NAME = re.compile(
+    r"pass|pwd|secret|token|auth|cookie|session|signature|credential|"
+    r"api[-_]?key|access[-_]?key|private[-_]?key",
+    re.IGNORECASE,
+)
+_LABEL = r"[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?"
+_HOSTNAME = re.compile(rf"{_LABEL}(?:\.{_LABEL})*\.?")
+_HOST_PORT = re.compile(r"(?P<host>\[[^\]]*\]|[^:\[\]]+):(?P<port>\d{1,5})")
+
+
+class TargetError(ValueError):
+    """A target that does not fit its endpoint type; the message is for the user."""
+
+
+def _check_host(host: str) -> None:
+    if host.startswith("["):
+        try:
+            ipaddress.IPv6Address(host[1:-1])
+        except ValueError as exc:
+            raise TargetError("The host is not a valid IPv6 address.") from exc
+    elif len(host) > 253 or not _HOSTNAME.fullmatch(host):
+        raise TargetError("The host is not a valid host name or IP address.")
+
+
+def _check_port(port: int | None, required: bool) -> None:
+    if port is None:
+        if required:
+            raise TargetError("A port is required, as in host:port.")
+    elif not 1 <= port <= 65535:
+        raise TargetError("The port must be between 1 and 65535.")
+
+
+def _check_characters(target: str) -> None:
+    if len(target) > MAX_TARGET_LENGTH:
+        raise TargetError(f"Must be at most {MAX_TARGET_LENGTH} characters.")
+    if not target.isascii() or not target.isprintable() or " " in target:
+        raise TargetError(
+            "Spaces, control and non-ASCII characters are not allowed: percent-encode them, "
+            "and write international host names in their xn-- form."
+        )
+    if "\\" in target:
+        raise TargetError("Backslashes are not allowed.")
+
+
+def _split(target: str) -> SplitResult:
+    try:
+        parts = urlsplit(target)
+        port = parts.port
+    except ValueError as exc:
+        raise TargetError("The port must be a number between 1 and 65535.") from exc
+    if parts.netloc.count("@") > 1:
+        raise TargetError("Percent-encode `@` inside a user name or password.")
+    host = parts.netloc.rpartition("@")[2]
+    host = host.rsplit(":", 1)[0] if port is not None or host.endswith(":") else host
+    if not host:
+        raise TargetError("A host is required.")
+    _check_host(host)
+    _check_port(port, required=False)
+    return parts
+
+
+def _check_host_port(target: str) -> None:
+    match = _HOST_PORT.fullmatch(target)
+    if match is None:
+        raise TargetError("Use a URL (scheme://host...) or host:port.")
+    _check_host(match["host"])
+    _check_port(int(match["port"]), required=True)
+
+
+def _check_scheme_rules(parts: SplitResult) -> None:
+    scheme = parts.scheme.lower()
+    if scheme in ("grpc", "grpcs"):
+        _check_port(parts.port, required=True)
+        if parts.path not in ("", "/") or parts.query or parts.username is not None:
+            raise TargetError("A gRPC target is grpc://host:port, with nothing after the port.")
+    elif scheme in ("redis", "rediss") and not re.fullmatch(r"/?\d{0,2}", parts.path):
+        raise TargetError("A Redis target's path is the database number, as in /0.")
+
+
+def validate_target(endpoint_type: str, target: str) -> str:
+    """Check that a target fits the endpoint type; returns it with a lowercase scheme."""
+    _check_characters(target)
+    if "://" not in target:
+        if endpoint_type == EndpointType.CUSTOM:
+            _check_host_port(target)
+            return target
+        raise TargetError(f"Use a URL starting with {_schemes_text(endpoint_type)}.")
+    scheme, rest = target.split("://", 1)
+    if scheme.lower() not in SCHEMES[endpoint_type]:
+        raise TargetError(
+            f"A {endpoint_type} target must start with {_schemes_text(endpoint_type)}."
+        )
+    target = f"{scheme.lower()}://{rest}"
+    _check_scheme_rules(_split(target))
+    return target
+
+
+def _schemes_text(endpoint_type: str) -> str:
+    return " or ".join(f"{scheme}://" for scheme in SCHEMES[endpoint_type])
+
+
+def _rebuild(parts: SplitResult, netloc: str, query: str) -> str:
+    url = f"{parts.scheme}://{netloc}{parts.path}"
+    if query:
+        url += f"?{query}"
+    if parts.fragment:
+        url += f"#{parts.fragment}"
+    return url
+
+
+def _mask_query(query: str) -> str:
+    pairs = []
+    for pair in query.split("&"):
+        name, sep, value = pair.partition("=")
+        if sep and value and SECRET_NAME.search(unquote(name)):
+            value = MASK
+        pairs.append(f"{name}{sep}{value}")
+    return "&".join(pairs)
+
+
+def mask_target(target: str) -> str:
+    """The target with its password and secret query parameters replaced by `****`."""
+    if "://" not in target:
+        return target
+    parts = urlsplit(target)
+    userinfo, at, hostport = parts.netloc.rpartition("@")
+    if at and ":" in userinfo:
+        userinfo = f"{userinfo.split(':', 1)[0]}:{MASK}"
+    netloc = f"{userinfo}{at}{hostport}"
+    return _rebuild(parts, netloc, _mask_query(parts.query))
+
+
+def _origin(parts: SplitResult) -> tuple[Any, ...]:
+    return (parts.scheme.lower(), parts.hostname, parts.port, parts.username)
+
+
+def same_origin(new: str, old: str) -> bool:
+    """Whether two targets reach the same service as the same user."""
+    if "://" not in new or "://" not in old:
+        return new == old
+    return _origin(urlsplit(new)) == _origin(urlsplit(old))
+
+
+def restore_target_secrets(new: str, old: str) -> str:
+    """Put back the stored secrets that a client sent back masked (`****`).
+
+    Only while the scheme, host, port and user stay the same: otherwise anyone allowed to
+    edit an endpoint could send its stored password to a server of their choosing.
+    """
+    if MASK not in new or "://" not in new:
+        return new
+    if not same_origin(new, old):
+        raise TargetError(
+            "Enter the password again: a masked secret is kept only while the scheme, host, "
+            "port and user name stay the same."
+        )
+    parts, old_parts = urlsplit(new), urlsplit(old)
+    userinfo, at, hostport = parts.netloc.rpartition("@")
+    if parts.password == MASK and old_parts.password is not None:
+        userinfo = old_parts.netloc.rpartition("@")[0]
+    old_values = dict(pair.partition("=")[::2] for pair in old_parts.query.split("&"))
+    pairs = []
+    for pair in parts.query.split("&") if parts.query else []:
+        name, sep, value = pair.partition("=")
+        if value == MASK and name in old_values:
+            value = old_values[name]
+        pairs.append(f"{name}{sep}{value}")
+    return _rebuild(parts, f"{userinfo}{at}{hostport}", "&".join(pairs))
+
+
+def mask_config(config: Any) -> Any:
+    """A config document with the values of secret-named keys (headers too) masked."""
+    if isinstance(config, dict):
+        return {
+            key: MASK if SECRET_NAME.search(key) and isinstance(value, str) else mask_config(value)
+            for key, value in config.items()
+        }
+    if isinstance(config, list):
+        return [mask_config(item) for item in config]
+    return config
+
+
+def restore_config_secrets(new: Any, old: Any) -> Any:
+    """Put back stored secret values that a client sent back masked in a config document."""
+    if isinstance(new, dict):
+        old = old if isinstance(old, dict) else {}
+        restored = {}
+        for key, value in new.items():
+            if value == MASK and SECRET_NAME.search(key):
+                if not isinstance(old.get(key), str):
+                    raise TargetError(f"`{key}` is masked but no value is stored: enter it.")
+                value = old[key]
+            restored[key] = restore_config_secrets(value, old.get(key))
+        return restored
+    if isinstance(new, list):
+        old = old if isinstance(old, list) else []
+        return [
+            restore_config_secrets(item, old[i] if i < len(old) else None)
+            for i, item in enumerate(new)
+        ]
+    return new
