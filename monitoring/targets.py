@@ -97,8 +97,40 @@ def _check_host_port(target: str) -> None:
     _check_port(int(match["port"]), required=True)
 
 
+# Database drivers read hosts, sockets and certificate files from the query string: only
+# these harmless options may appear there, so the host shown is the host connected to and
+# no local file is ever read on a user's behalf.
+_DATABASE_QUERY_OPTIONS: dict[str, frozenset[str]] = {
+    "postgresql": frozenset(
+        {"sslmode", "application_name", "connect_timeout", "target_session_attrs", "password"}
+    ),
+    "mysql": frozenset({"ssl", "ssl_mode", "charset", "connect_timeout", "password"}),
+    "redis": frozenset({"ssl_cert_reqs", "protocol", "client_name", "password"}),
+}
+_SCHEME_FAMILY = {
+    "postgresql": "postgresql",
+    "postgres": "postgresql",
+    "mysql": "mysql",
+    "mariadb": "mysql",
+    "redis": "redis",
+    "rediss": "redis",
+}
+
+
+def _check_query_options(parts: SplitResult) -> None:
+    family = _SCHEME_FAMILY.get(parts.scheme.lower())
+    if family is None or not parts.query:
+        return
+    names = {unquote(pair.partition("=")[0]) for pair in parts.query.split("&")}
+    refused = sorted(names - _DATABASE_QUERY_OPTIONS[family])
+    if refused:
+        allowed = ", ".join(sorted(_DATABASE_QUERY_OPTIONS[family]))
+        raise TargetError(f"Unsupported option {refused[0]!r} in the query; allowed: {allowed}.")
+
+
 def _check_scheme_rules(parts: SplitResult) -> None:
     scheme = parts.scheme.lower()
+    _check_query_options(parts)
     if scheme in ("grpc", "grpcs"):
         _check_port(parts.port, required=True)
         if parts.path not in ("", "/") or parts.query or parts.username is not None:
@@ -160,42 +192,52 @@ def mask_target(target: str) -> str:
     return _rebuild(parts, netloc, _mask_query(parts.query))
 
 
-def _origin(parts: SplitResult) -> tuple[Any, ...]:
-    return (parts.scheme.lower(), parts.hostname, parts.port, parts.username)
+def same_destination(new: str, old: str) -> bool:
+    """Whether two valid targets reach the same service as the same user.
 
-
-def same_origin(new: str, old: str) -> bool:
-    """Whether two targets reach the same service as the same user."""
+    The scheme, user, host and port must match; the path and the query may differ (a
+    database target's query holds only options that cannot redirect it: see above).
+    """
     if "://" not in new or "://" not in old:
         return new == old
-    return _origin(urlsplit(new)) == _origin(urlsplit(old))
+    new_parts, old_parts = urlsplit(mask_target(new)), urlsplit(mask_target(old))
+    return (new_parts.scheme, new_parts.netloc) == (old_parts.scheme, old_parts.netloc)
 
 
 def restore_target_secrets(new: str, old: str) -> str:
-    """Put back the stored secrets that a client sent back masked (`****`).
+    """Put back the stored secrets that a client sent back masked (`****`) in a valid target.
 
-    Only while the scheme, host, port and user stay the same: otherwise anyone allowed to
-    edit an endpoint could send its stored password to a server of their choosing.
+    Only while the destination stays the same: otherwise anyone allowed to edit an endpoint
+    could send its stored password to a server of their choosing.
     """
     if MASK not in new or "://" not in new:
         return new
-    if not same_origin(new, old):
+    if not same_destination(new, old):
         raise TargetError(
-            "Enter the password again: a masked secret is kept only while the scheme, host, "
-            "port and user name stay the same."
+            "Enter the password again: a masked secret is kept only while the scheme, user, "
+            "host and port stay the same."
         )
     parts, old_parts = urlsplit(new), urlsplit(old)
     userinfo, at, hostport = parts.netloc.rpartition("@")
-    if parts.password == MASK and old_parts.password is not None:
+    if parts.password == MASK:
+        if old_parts.password is None:
+            raise TargetError("No password is stored for this endpoint: enter it.")
         userinfo = old_parts.netloc.rpartition("@")[0]
     old_values = dict(pair.partition("=")[::2] for pair in old_parts.query.split("&"))
     pairs = []
     for pair in parts.query.split("&") if parts.query else []:
         name, sep, value = pair.partition("=")
-        if value == MASK and name in old_values:
+        if value == MASK:
+            if old_values.get(name) in (None, MASK):
+                raise TargetError(f"No value is stored for {unquote(name)!r}: enter it.")
             value = old_values[name]
         pairs.append(f"{name}{sep}{value}")
     return _rebuild(parts, f"{userinfo}{at}{hostport}", "&".join(pairs))
+
+
+def has_secrets(config: Any) -> bool:
+    """Whether a config document holds secret values (such as an Authorization header)."""
+    return bool(mask_config(config) != config)
 
 
 def mask_config(config: Any) -> Any:

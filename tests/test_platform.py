@@ -93,6 +93,13 @@ def test_schema_is_valid_openapi_and_documents_every_route(api, db):
         "/api/v1/invitations",
         "/api/v1/projects",
         "/api/v1/projects/{id}",
+        "/api/v1/api-keys",
+        "/api/v1/api-keys/{id}",
+        "/api/v1/endpoints",
+        "/api/v1/endpoints/{id}",
+        "/api/v1/endpoints/{id}/pause",
+        "/api/v1/endpoints/{id}/resume",
+        "/api/v1/health",
     ]:
         assert path in paths, path
     login = paths["/api/v1/auth/login"]["post"]["responses"]
@@ -100,6 +107,13 @@ def test_schema_is_valid_openapi_and_documents_every_route(api, db):
     assert "application/problem+json" in login["401"]["content"]
     removal = paths["/api/v1/users/{id}"]["delete"]["responses"]
     assert {"204", "400", "401", "403", "404"} <= set(removal)
+    endpoints = paths["/api/v1/endpoints"]["get"]
+    assert {"project", "type", "status"} <= {p["name"] for p in endpoints["parameters"]}
+    assert "`endpoint:read`" in endpoints["description"]
+    assert "`admin`" in paths["/api/v1/users"]["get"]["description"]
+    assert "key" in schema["components"]["schemas"]["ApiKeyCreated"]["properties"]
+    assert "key" not in schema["components"]["schemas"]["ApiKey"]["properties"]
+    assert {"bearerAuth", "apiKeyAuth"} <= set(schema["components"]["securitySchemes"])
 
 
 def test_schema_generates_without_warnings(tmp_path, db):
@@ -140,6 +154,13 @@ def _import_settings(**env):
         ({"DEBUG": "true", "SECRET_KEY": "short"}, "at least 32 characters"),
         ({"DEBUG": "true", "WEB_BASE_URL": "javascript:alert(1)"}, "WEB_BASE_URL"),
         ({"DEBUG": "true", "AUTH_THROTTLE_RATE": "lots"}, "AUTH_THROTTLE_RATE"),
+        (
+            {"DEBUG": "false", "SECRET_KEY": "s" * 40, "FIELD_ENCRYPTION_KEYS": ""},
+            "FIELD_ENCRYPTION_KEYS is required",
+        ),
+        ({"DEBUG": "true", "FIELD_ENCRYPTION_KEYS": "not-a-key"}, "not a Fernet key"),
+        ({"DEBUG": "true", "MIN_CHECK_INTERVAL": "1"}, "MIN_CHECK_INTERVAL"),
+        ({"DEBUG": "true", "MIN_CHECK_INTERVAL": "2d"}, "MIN_CHECK_INTERVAL"),
     ],
 )
 def test_bad_settings_fail_at_start_with_a_clear_message(env, message):

@@ -21,7 +21,9 @@ class EndpointFilter(filters.FilterSet):
     project = filters.ModelChoiceFilter(queryset=_visible_projects, help_text="A project id.")
     type = filters.ChoiceFilter(choices=EndpointType.choices)
     status = filters.ChoiceFilter(choices=EndpointStatus.choices)
-    enabled = filters.BooleanFilter()
+    enabled = filters.TypedChoiceFilter(
+        choices=[("true", "true"), ("false", "false")], coerce=lambda value: value == "true"
+    )
 
     class Meta:
         model = Endpoint

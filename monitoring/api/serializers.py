@@ -5,6 +5,7 @@ from typing import Any
 
 from django.conf import settings
 from rest_framework import serializers
+from rest_framework.settings import api_settings
 
 from accounts.api.serializers import NameField, VisibleProjectField
 from monitoring.config import CONFIG_SERIALIZERS, validate_config
@@ -18,10 +19,11 @@ from monitoring.targets import (
     MASK,
     MAX_TARGET_LENGTH,
     TargetError,
+    has_secrets,
     mask_config,
     restore_config_secrets,
     restore_target_secrets,
-    same_origin,
+    same_destination,
     validate_target,
 )
 
@@ -113,14 +115,15 @@ class EndpointSerializer(serializers.ModelSerializer[Endpoint]):
         errors: dict[str, list[str]] = {}
         self._validate_timing(attrs, errors)
         endpoint_type = attrs.get("type") or self.instance.type  # type: ignore[union-attr]
-        if "target" in attrs or "type" in attrs:
+        try:
+            if "target" in attrs or "type" in attrs:
+                attrs["target"] = self._target(attrs, endpoint_type)
+        except TargetError as exc:
+            errors["target"] = [str(exc)]
+        else:
             try:
-                attrs["target"] = validate_target(endpoint_type, self._target(attrs))
-            except TargetError as exc:
-                errors["target"] = [str(exc)]
-        if "config" in attrs or "type" in attrs or self.instance is None:
-            try:
-                attrs["config"] = validate_config(endpoint_type, self._config(attrs, endpoint_type))
+                if "config" in attrs or "type" in attrs or "target" in attrs or not self.instance:
+                    attrs["config"] = validate_config(endpoint_type, self._config(attrs))
             except TargetError as exc:
                 errors["config"] = [str(exc)]
             except serializers.ValidationError as exc:
@@ -131,7 +134,7 @@ class EndpointSerializer(serializers.ModelSerializer[Endpoint]):
 
     def _validate_timing(self, attrs: dict[str, Any], errors: dict[str, list[str]]) -> None:
         current = self.instance
-        interval: int = attrs.get("interval_seconds", current and current.interval_seconds)
+        interval = int(attrs.get("interval_seconds", current.interval_seconds if current else 0))
         if "interval_seconds" in attrs and interval < settings.MIN_CHECK_INTERVAL:
             errors["interval_seconds"] = [
                 f"Ensure this value is greater than or equal to {settings.MIN_CHECK_INTERVAL}."
@@ -139,32 +142,48 @@ class EndpointSerializer(serializers.ModelSerializer[Endpoint]):
             return
         if current is None and "timeout_seconds" not in attrs:
             attrs["timeout_seconds"] = min(DEFAULT_TIMEOUT, interval - 1)
-        timeout: int = attrs.get("timeout_seconds", current and current.timeout_seconds)
+        timeout = int(attrs.get("timeout_seconds", current.timeout_seconds if current else 0))
         if timeout >= interval:
             errors["timeout_seconds"] = ["Must be less than interval_seconds."]
 
-    def _target(self, attrs: dict[str, Any]) -> str:
-        if self.instance is None:
-            return str(attrs["target"])
-        if "target" not in attrs:
-            return self.instance.target
-        return restore_target_secrets(attrs["target"], self.instance.target)
+    def _target(self, attrs: dict[str, Any], endpoint_type: str) -> str:
+        """The new target, checked against the type, with secrets sent back masked restored."""
+        if self.instance is None or "target" not in attrs:
+            current = attrs["target"] if self.instance is None else self.instance.target
+            return validate_target(endpoint_type, str(current))
+        target = validate_target(endpoint_type, attrs["target"])
+        return restore_target_secrets(target, self.instance.target)
 
-    def _config(self, attrs: dict[str, Any], endpoint_type: str) -> Any:
+    def _config(self, attrs: dict[str, Any]) -> Any:
+        """The new config, with secrets sent back masked restored.
+
+        Stored secrets (an Authorization header, say) stay with their service: when the
+        target points elsewhere, they must be sent again, never carried along.
+        """
         if self.instance is None:
             return attrs.get("config", {})
         old: Any = self.instance.config
+        moved = not same_destination(
+            attrs.get("target", self.instance.target), self.instance.target
+        )
         if "config" not in attrs:  # a new type keeps the options it shares with the old one
-            known = CONFIG_SERIALIZERS[endpoint_type]().fields
-            return {name: value for name, value in old.items() if name in known}
-        new = attrs["config"]
-        target = attrs.get("target", self.instance.target)
-        if MASK in json.dumps(new) and not same_origin(target, self.instance.target):
-            raise TargetError("Enter the secret values again: the target's host or user changed.")
-        return restore_config_secrets(new, old)
+            known = CONFIG_SERIALIZERS[attrs.get("type", self.instance.type)]().fields
+            new = {name: value for name, value in old.items() if name in known}
+            if moved and has_secrets(new):
+                raise TargetError(
+                    "The stored options hold secrets for the old target: send `config` again "
+                    "with the target."
+                )
+            return new
+        if moved and MASK in json.dumps(attrs["config"]):
+            raise TargetError("Enter the secret values again: the target points elsewhere now.")
+        return restore_config_secrets(attrs["config"], old)
 
 
 def _prefixed(prefix: str, detail: Any) -> dict[str, Any]:
     if isinstance(detail, dict):
-        return {f"{prefix}.{key}": value for key, value in detail.items()}
+        return {
+            prefix if key == api_settings.NON_FIELD_ERRORS_KEY else f"{prefix}.{key}": value
+            for key, value in detail.items()
+        }
     return {prefix: detail}

@@ -1,0 +1,277 @@
+"""Throughput and latency of API authentication, next to an unauthenticated ping.
+
+Serves the app with gunicorn (sync workers) over PostgreSQL and loads three routes with wrk,
+printing requests/s and latency p50/p99 of each, then the ratios key/ping (goal >= 0.6) and
+key/JWT:
+
+1. `GET /api/v1/health`     no authentication, no database (the ceiling of the stack);
+2. `GET /api/v1/endpoints`  `Authorization: Bearer <API key>` (scope `endpoint:read`);
+3. `GET /api/v1/endpoints`  `Authorization: Bearer <JWT>`.
+
+A throwaway database `healthmon_bench_<pid>` is created, migrated and filled (organization,
+owner, API key, JWT, N endpoints); each route is checked once, warmed up, then measured. The
+server is stopped and the database dropped at the end, also on an error or Ctrl-C. Needs
+PostgreSQL on 127.0.0.1:5432 (user postgres, trust auth) and wrk (`apt-get install wrk`).
+
+    .venv/bin/python bench/api_auth.py [--endpoints 20] [--duration 10] [--connections 16]
+"""
+
+import argparse
+import contextlib
+import json
+import os
+import re
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+from cryptography.fernet import Fernet
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+PG_ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
+GOAL = 0.6
+
+SETUP = """
+import django
+from django.db import connection
+from accounts.models import User
+from accounts.services import organization_create
+from accounts.tokens import issue_access_token
+from apikeys.services import api_key_create
+from monitoring.config import validate_config
+from monitoring.services import endpoint_create
+
+org, project = organization_create(name="Bench")
+user = User.objects.create_user(
+    "bench@example.com", "bench-password-0001", organization=org, role="owner"
+)
+_, key = api_key_create(creator=user, name="bench", scopes=["endpoint:read"], expires_at=None)
+for i in range({count}):
+    endpoint_create(
+        project=project, name=f"Service {{i}}", type="http",
+        target=f"https://service{{i}}.example.com/health", interval_seconds=60,
+        timeout_seconds=10, config=validate_config("http", {{}}),
+    )
+print("BENCH_KEY=" + key)
+print("BENCH_JWT=" + issue_access_token(user).token)
+print("BENCH_DJANGO=" + django.get_version())
+version = connection.pg_version
+print(f"BENCH_DB={{connection.vendor}} {{version // 10000}}.{{version % 10000}}")
+"""
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--endpoints", type=int, default=20, help="endpoints to create")
+    parser.add_argument("--duration", type=int, default=10, help="seconds measured per route")
+    parser.add_argument("--warmup", type=int, default=3, help="warm-up seconds per route")
+    parser.add_argument("--connections", type=int, default=16, help="wrk connections")
+    parser.add_argument("--threads", type=int, default=2, help="wrk threads")
+    parser.add_argument("--workers", type=int, default=2, help="gunicorn sync workers")
+    parser.add_argument("--cache-url", default="", help="CACHE_URL (default: local memory)")
+    return parser.parse_args()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def app_env(database_url: str, cache_url: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(
+        SECRET_KEY=secrets.token_urlsafe(48),
+        DEBUG="false",
+        ALLOWED_HOSTS="127.0.0.1,localhost",
+        FIELD_ENCRYPTION_KEYS=Fernet.generate_key().decode(),
+        DATABASE_URL=database_url,
+        CACHE_URL=cache_url or "locmemcache://",
+        CELERY_BROKER_URL="memory://",
+        LOG_LEVEL="WARNING",
+    )
+    return env
+
+
+def setup_data(env: dict[str, str], count: int) -> dict[str, str]:
+    """Migrate, create the data; return the key, the JWT and versions printed by the shell."""
+    manage = [str(BIN / "python"), "manage.py"]
+    subprocess.run([*manage, "migrate", "--noinput", "-v0"], cwd=ROOT, env=env, check=True)
+    out = subprocess.run(
+        [*manage, "shell", "-c", SETUP.format(count=count)],
+        cwd=ROOT,
+        env=env,
+        check=True,
+        stdout=subprocess.PIPE,
+        text=True,
+    ).stdout
+    return dict(re.findall(r"^BENCH_(\w+)=(.*)$", out, re.MULTILINE))
+
+
+def get(url: str, token: str | None = None) -> tuple[int, bytes]:
+    request = urllib.request.Request(url)
+    if token:
+        request.add_header("Authorization", f"Bearer {token}")
+    try:
+        with urllib.request.urlopen(request, timeout=5) as response:
+            return response.status, response.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read()
+
+
+def wait_until_up(url: str, server: subprocess.Popen, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise RuntimeError(f"gunicorn exited with {server.returncode}")
+        try:
+            if get(url)[0] == 200:
+                return
+        except OSError:
+            pass
+        time.sleep(0.2)
+    raise RuntimeError(f"gunicorn did not answer {url} within {timeout:.0f} s")
+
+
+def sanity_check(name: str, url: str, token: str | None, count: int | None) -> None:
+    status, body = get(url, token)
+    if status != 200:
+        raise RuntimeError(f"{name}: expected HTTP 200, got {status}: {body[:300]!r}")
+    if count is not None and json.loads(body).get("count") != count:
+        raise RuntimeError(f"{name}: expected count={count}, got {body[:300]!r}")
+
+
+def to_ms(value: str) -> float:
+    number, unit = re.fullmatch(r"([\d.]+)(us|ms|s)", value).groups()
+    return float(number) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[unit]
+
+
+def wrk_figure(pattern: str, output: str) -> str:
+    match = re.search(pattern, output, re.MULTILINE)
+    if match is None:
+        raise RuntimeError(f"cannot find {pattern!r} in the output of wrk:\n{output}")
+    return match.group(1)
+
+
+def run_wrk(args: argparse.Namespace, url: str, token: str | None, seconds: int) -> dict:
+    command = ["wrk", f"-t{args.threads}", f"-c{args.connections}", f"-d{seconds}s", "--latency"]
+    if token:
+        command += ["-H", f"Authorization: Bearer {token}"]
+    out = subprocess.run([*command, url], check=True, stdout=subprocess.PIPE, text=True).stdout
+    errors = re.search(r"Non-2xx or socket errors:\s+(\d+)", out)
+    sockets = re.search(r"Socket errors: (.*)", out)
+    return {
+        "rps": float(wrk_figure(r"^Requests/sec:\s+([\d.]+)", out)),
+        "p50": to_ms(wrk_figure(r"^\s+50%\s+(\S+)", out)),
+        "p99": to_ms(wrk_figure(r"^\s+99%\s+(\S+)", out)),
+        "errors": int(errors.group(1)) if errors else 0,
+        "socket": sockets.group(1) if sockets else "",
+    }
+
+
+def print_environment(args: argparse.Namespace, data: dict[str, str]) -> None:
+    print(f"CPUs: {os.cpu_count()}, Python {sys.version.split()[0]}, Django {data['DJANGO']}")
+    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    print(f"load average before the run: {load} (other work on the machine skews the figures)")
+    print(f"database: {data['DB']}, cache: {args.cache_url or 'locmem'}")
+    print(f"gunicorn: {args.workers} sync workers, endpoints listed: {args.endpoints}")
+    print(f"wrk: -t{args.threads} -c{args.connections} -d{args.duration}s --latency", end="")
+    print(f" (after a {args.warmup}s warm-up per route)\n", flush=True)
+
+
+def drop_database(name: str) -> None:
+    with psycopg.connect(PG_ADMIN_URL, autocommit=True) as admin:
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@contextlib.contextmanager
+def serve(env: dict[str, str], workers: int, port: int) -> Iterator[None]:
+    """gunicorn without an access log; its error log is shown only when something fails."""
+    command = [str(BIN / "gunicorn"), "healthmon.wsgi:application", "--workers", str(workers)]
+    with tempfile.TemporaryFile("w+") as log:
+        server = subprocess.Popen(
+            [*command, "--bind", f"127.0.0.1:{port}"], cwd=ROOT, env=env, stdout=log, stderr=log
+        )
+        try:
+            wait_until_up(f"http://127.0.0.1:{port}/api/v1/health", server)
+            yield
+        except BaseException:
+            log.seek(0)
+            sys.stderr.write("--- gunicorn log (tail) ---\n" + log.read()[-3000:])
+            raise
+        finally:
+            server.send_signal(signal.SIGTERM)
+            try:
+                server.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait()
+
+
+def benchmark(args: argparse.Namespace, database: str) -> None:
+    env = app_env(f"postgres://postgres@127.0.0.1:5432/{database}", args.cache_url)
+    data = setup_data(env, args.endpoints)
+    port = free_port()
+    base = f"http://127.0.0.1:{port}/api/v1"
+    routes = [
+        ("ping (no auth)", f"{base}/health", None, None),
+        ("endpoints, API key", f"{base}/endpoints", data["KEY"], args.endpoints),
+        ("endpoints, JWT", f"{base}/endpoints", data["JWT"], args.endpoints),
+    ]
+    results = {}
+    with serve(env, args.workers, port):
+        for name, url, token, count in routes:
+            sanity_check(name, url, token, count)
+        print_environment(args, data)
+        for name, url, token, _ in routes:
+            run_wrk(args, url, token, args.warmup)
+            results[name] = run_wrk(args, url, token, args.duration)
+    print(f"{'route':<22}{'req/s':>10}{'p50 ms':>10}{'p99 ms':>10}{'errors':>10}")
+    for name, r in results.items():
+        print(f"{name:<22}{r['rps']:>10.1f}{r['p50']:>10.2f}{r['p99']:>10.2f}{r['errors']:>10}")
+        if r["socket"]:
+            print(f"  {name}: socket errors: {r['socket']}")
+    ping, key, jwt = (r["rps"] for r in results.values())
+    verdict = "meets" if key / ping >= GOAL else "BELOW"
+    print(f"\nkey/ping: {key / ping:.2f}  ({verdict} the goal of >= {GOAL})")
+    print(f"key/JWT:  {key / jwt:.2f}")
+
+
+def main() -> int:
+    args = parse_args()
+    if shutil.which("wrk") is None:
+        sys.exit("wrk is not on PATH: install it with `apt-get install -y wrk` (Debian/Ubuntu).")
+    database = f"healthmon_bench_{os.getpid()}"
+    # SIGTERM unwinds like Ctrl-C, so the finally below still drops the database.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    try:
+        with psycopg.connect(PG_ADMIN_URL, autocommit=True) as admin:
+            admin.execute(f'CREATE DATABASE "{database}"')
+    except psycopg.OperationalError as exc:
+        sys.exit(f"cannot reach PostgreSQL at {PG_ADMIN_URL}: {exc}")
+    try:
+        benchmark(args, database)
+    except KeyboardInterrupt:
+        print("\ninterrupted", file=sys.stderr)
+        return 130
+    except (RuntimeError, subprocess.CalledProcessError) as exc:
+        print(f"benchmark failed: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        drop_database(database)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

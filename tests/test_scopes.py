@@ -1,0 +1,129 @@
+"""The scope matrix: for every API route and each of the five scopes, exactly the contract.
+
+| Scope           | Allows                                                      |
+|-----------------|-------------------------------------------------------------|
+| endpoint:read   | GET /endpoints, /endpoints/{id}, /projects                  |
+| endpoint:create | POST /endpoints, PATCH/DELETE/pause/resume of endpoints     |
+| incident:read   | GET /incidents... (routes of the probe-engine issue)        |
+| analytics:read  | GET /analytics/... (routes of the analytics issue)          |
+| admin           | everything the creator's role allows                        |
+
+Keys belong to an owner, so any refusal here is the scope's, never the role's.
+"""
+
+import json
+
+import pytest
+
+from accounts.models import Project, Role, User
+from accounts.services import invitation_create
+from apikeys.models import ApiKey, Scope
+from apikeys.permissions import HasScope
+from tests.routes import api_routes
+
+# The contract's table: basename -> (scope for reading, scope for writing); None: admin only.
+CONTRACT: dict[str, tuple[str | None, str | None]] = {
+    "endpoint": (Scope.ENDPOINT_READ, Scope.ENDPOINT_CREATE),
+    "project": (Scope.ENDPOINT_READ, None),
+    "user": (None, None),
+    "invitation": (None, None),
+    "apikey": (None, None),
+    "auth": (None, None),
+}
+# Routes no key may use, whatever its scopes: a person's password is involved.
+JWT_ONLY = {("auth", "change_password")}
+SAFE = {"GET", "HEAD", "OPTIONS"}
+BODY = {"name": "Renamed", "role": "member", "projects": [], "email": "new@acme.test"}
+
+
+@pytest.fixture
+def fresh(cast, make_key, make_endpoint):
+    """A new target object per request, so that a DELETE allowed once leaves others intact."""
+    counter = iter(range(10_000))
+
+    def make(basename):
+        n = next(counter)
+        if basename == "user":
+            return User.objects.create_user(
+                f"u{n}@acme.test", "pw-123456789", organization=cast.org, role=Role.MEMBER
+            ).id
+        if basename == "invitation":
+            return invitation_create(
+                inviter=cast.owner, email=f"i{n}@acme.test", role="member", projects=[]
+            ).id
+        if basename == "project":
+            return Project.objects.create(organization=cast.org, name=f"P{n}").id
+        if basename == "apikey":
+            make_key(cast.owner, "endpoint:read")
+            return ApiKey.objects.order_by("-created_at").first().id
+        if basename == "endpoint":
+            return make_endpoint(cast.project, name=f"E{n}").id
+        raise AssertionError(f"add a target factory for {basename!r}")
+
+    return make
+
+
+def allowed_scopes(route):
+    if (route.basename, route.action) in JWT_ONLY:
+        return set()
+    assert route.basename in CONTRACT, f"add {route.basename!r} to the contract table"
+    read, write = CONTRACT[route.basename]
+    needed = read if route.method in SAFE else write
+    return {Scope.ADMIN} | ({needed} if needed else set())
+
+
+def test_every_authenticated_api_view_checks_scopes():
+    for route in api_routes():
+        handler = getattr(route.view_class, route.action)
+        permissions = getattr(handler, "kwargs", {}).get(
+            "permission_classes", route.view_class.permission_classes
+        )
+        assert any(issubclass(p, HasScope) for p in permissions), route
+
+
+@pytest.mark.parametrize("scope", list(Scope.values))
+def test_each_scope_reaches_exactly_the_contracts_routes(api, cast, make_key, fresh, scope):
+    routes = api_routes()
+    assert {r.basename for r in routes} >= {"endpoint", "project", "user", "apikey"}
+    api.with_key(make_key(cast.owner, scope))
+    reached, refused = set(), set()
+
+    for route in routes:
+        path = route.path(fresh(route.basename) if route.has_pk else None)
+        response = api.generic(
+            route.method, path, json.dumps(BODY), content_type="application/json"
+        )
+        assert response.status_code != 401, (route, response.content)
+        if response.status_code == 403:
+            code = response.json()["code"]
+            expected_code = (
+                "permission_denied"
+                if (route.basename, route.action) in JWT_ONLY
+                else "insufficient_scope"
+            )
+            assert code == expected_code, (route, response.content)
+            refused.add((route.template, route.method))
+        else:
+            assert response.status_code < 500, (route, response.content)
+            reached.add((route.template, route.method))
+
+    expected = {(r.template, r.method) for r in routes if scope in allowed_scopes(r)}
+    assert reached == expected
+    assert refused == {(r.template, r.method) for r in routes} - expected
+
+
+def test_the_matrix_reads_as_the_contract_says():
+    """A spot check in words, so that a table typo cannot hide a wrong matrix."""
+    table = {(r.template, r.method): allowed_scopes(r) for r in api_routes()}
+
+    assert table[("/api/v1/endpoints", "GET")] == {"admin", "endpoint:read"}
+    assert table[("/api/v1/endpoints/{pk}", "GET")] == {"admin", "endpoint:read"}
+    assert table[("/api/v1/endpoints", "POST")] == {"admin", "endpoint:create"}
+    assert table[("/api/v1/endpoints/{pk}", "PATCH")] == {"admin", "endpoint:create"}
+    assert table[("/api/v1/endpoints/{pk}", "DELETE")] == {"admin", "endpoint:create"}
+    assert table[("/api/v1/projects", "GET")] == {"admin", "endpoint:read"}
+    assert table[("/api/v1/projects", "POST")] == {"admin"}
+    assert table[("/api/v1/users", "GET")] == {"admin"}
+    assert table[("/api/v1/api-keys", "GET")] == {"admin"}
+    assert table[("/api/v1/api-keys", "POST")] == {"admin"}
+    assert table[("/api/v1/auth/change-password", "POST")] == set()
