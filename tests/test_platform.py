@@ -1,8 +1,10 @@
 """The API's shared behaviour: problem+json errors, schema and docs, settings validation."""
 
 import os
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from django.core.management import call_command
@@ -179,3 +181,16 @@ def test_durations_accept_seconds_and_units():
     )
 
     assert result.returncode == 0, result.stderr
+
+
+def test_every_setting_is_documented_in_the_readme_and_env_example():
+    root = Path(__file__).resolve().parent.parent
+    source = (root / "healthmon" / "settings.py").read_text()
+    names = set(re.findall(r"(?:env\.\w+|_duration|_bool|_fernet_keys)\(\s*\"([A-Z_]+)\"", source))
+    readme = (root / "README.md").read_text()
+    example = (root / ".env.example").read_text()
+
+    assert len(names) >= 25
+    for name in sorted(names):
+        assert f"`{name}`" in readme, name
+        assert f"{name}=" in example, name

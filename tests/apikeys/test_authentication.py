@@ -203,3 +203,14 @@ def test_me_answers_an_admin_key_with_its_creator(api, cast, make_key):
         403,
         "insufficient_scope",
     )
+
+
+def test_keys_issued_under_an_earlier_prefix_keep_working(api, cast, make_key, settings):
+    old_key = make_key(cast.owner, "endpoint:read")
+    settings.API_KEY_PREFIX = "acme"
+
+    new_key = make_key(cast.owner, "endpoint:read")
+
+    assert new_key.startswith("acme_live_")
+    assert api.with_key(old_key).get(ENDPOINTS).status_code == 200
+    assert api.with_key(new_key).get(ENDPOINTS).status_code == 200
