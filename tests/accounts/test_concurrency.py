@@ -1,56 +1,19 @@
 """Races that only a real database with row locks can show: PostgreSQL (CI) runs them."""
 
-import json
 import re
-import threading
-from collections.abc import Callable
 
 import pytest
-from django.db import connection, connections
-from rest_framework.test import APIClient
+from django.db import connection
 
 from accounts.models import Role, User
 from accounts.services import invitation_create, organization_create, password_reset_send
-from accounts.tokens import issue_access_token
+from tests.concurrency import call, race
 from tests.helpers import PASSWORD
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
     pytest.mark.skipif(connection.vendor != "postgresql", reason="needs row locks (PostgreSQL)"),
 ]
-
-
-def race(*calls: Callable[[], int]) -> list[int]:
-    """Run the calls at the same moment in threads; return their status codes in order."""
-    barrier = threading.Barrier(len(calls))
-    results: list[int] = [0] * len(calls)
-
-    def run(index: int, call: Callable[[], int]) -> None:
-        try:
-            barrier.wait()
-            results[index] = call()
-        finally:
-            connections.close_all()
-
-    threads = [threading.Thread(target=run, args=(i, c)) for i, c in enumerate(calls)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    return results
-
-
-def call(method: str, path: str, body: dict | None = None, user: User | None = None):
-    """A request to run later in `race`; returns its status code."""
-
-    def run() -> int:
-        api = APIClient()
-        if user is not None:
-            api.credentials(HTTP_AUTHORIZATION=f"Bearer {issue_access_token(user).token}")
-        payload = json.dumps(body) if body is not None else ""
-        return api.generic(method, path, payload, content_type="application/json").status_code
-
-    return run
 
 
 @pytest.fixture
