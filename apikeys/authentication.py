@@ -38,11 +38,12 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
         return api_key.created_by, api_key
 
     def _usable_key(self, parsed: keys.ParsedKey) -> ApiKey:
-        api_key = (
+        found = (
             ApiKey.objects.select_related("created_by__organization")
             .filter(lookup_id=parsed.lookup_id)
-            .first()
+            .order_by()[:1]  # the lookup id is unique: no sort
         )
+        api_key = next(iter(found), None)
         if (
             api_key is None
             or not hmac.compare_digest(api_key.digest, parsed.digest)

@@ -206,7 +206,7 @@ def serve(env: dict[str, str], workers: int, port: int) -> Iterator[None]:
         try:
             wait_until_up(f"http://127.0.0.1:{port}/api/v1/health", server)
             yield
-        except BaseException:
+        except Exception:
             log.seek(0)
             sys.stderr.write("--- gunicorn log (tail) ---\n" + log.read()[-3000:])
             raise
@@ -242,6 +242,8 @@ def benchmark(args: argparse.Namespace, database: str) -> None:
         print(f"{name:<22}{r['rps']:>10.1f}{r['p50']:>10.2f}{r['p99']:>10.2f}{r['errors']:>10}")
         if r["socket"]:
             print(f"  {name}: socket errors: {r['socket']}")
+        if r["errors"]:
+            print(f"  WARNING: {name} had non-2xx or socket errors: its figures are not valid")
     ping, key, jwt = (r["rps"] for r in results.values())
     verdict = "meets" if key / ping >= GOAL else "BELOW"
     print(f"\nkey/ping: {key / ping:.2f}  ({verdict} the goal of >= {GOAL})")

@@ -74,6 +74,10 @@ class EncryptedTextField(models.TextField):
 class EncryptedJSONField(EncryptedTextField):
     """A JSON document stored encrypted."""
 
+    # django-stubs reads a field's Python types from these (TextField says str).
+    _pyi_private_set_type: Any
+    _pyi_private_get_type: Any
+
     def get_prep_value(self, value: Any) -> Any:
         """Serialise, then encrypt."""
         return None if value is None else encrypt(self._dump(value))

@@ -264,7 +264,7 @@ REST_FRAMEWORK = {
         "accounts.authentication.JWTAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["apikeys.permissions.HasScope"],
-    "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
+    "DEFAULT_FILTER_BACKENDS": ["healthmon.filters.FilterBackend"],
     "DEFAULT_RENDERER_CLASSES": [
         "rest_framework.renderers.JSONRenderer",
         "healthmon.errors.ProblemJSONRenderer",

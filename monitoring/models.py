@@ -61,8 +61,8 @@ class Endpoint(models.Model):
     """A monitored service.
 
     `target` and `config` are encrypted at rest: targets carry database passwords and
-    configs carry authorization headers. `target_masked` is the displayable form, kept in
-    clear for lists, the admin and logs.
+    configs carry authorization headers. `target_masked` and `config_masked` are their
+    displayable forms, kept in clear so that lists, the admin and logs never decrypt.
     """
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
@@ -78,6 +78,7 @@ class Endpoint(models.Model):
         default=10, validators=[MaxValueValidator(MAX_TIMEOUT_SECONDS)]
     )
     config = EncryptedJSONField(default=dict)
+    config_masked = models.JSONField(default=dict, editable=False)
     enabled = models.BooleanField(default=True)
     status = models.CharField(
         max_length=16, choices=EndpointStatus.choices, default=EndpointStatus.PENDING

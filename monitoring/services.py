@@ -9,7 +9,7 @@ from rest_framework import serializers
 
 from accounts.models import Project
 from monitoring.models import Endpoint, EndpointStatus
-from monitoring.targets import mask_target
+from monitoring.targets import mask_config, mask_target
 
 # A change to any of these makes the endpoint due at once, so the user sees its effect.
 _PROBE_FIELDS = frozenset(
@@ -27,7 +27,7 @@ def _lock_project(project: Project) -> Project:
 
 @transaction.atomic
 def endpoint_create(
-    *, project: Project, target: str, enabled: bool = True, **fields: Any
+    *, project: Project, target: str, config: dict[str, Any], enabled: bool = True, **fields: Any
 ) -> Endpoint:
     """Create an endpoint; an enabled one is due for its first check at once."""
     now = timezone.now()
@@ -35,6 +35,8 @@ def endpoint_create(
         project=_lock_project(project),
         target=target,
         target_masked=mask_target(target),
+        config=config,
+        config_masked=mask_config(config),
         enabled=enabled,
         status=EndpointStatus.PENDING if enabled else EndpointStatus.PAUSED,
         next_check_at=now if enabled else None,
@@ -60,6 +62,9 @@ def endpoint_update(*, endpoint: Endpoint, **changes: Any) -> Endpoint:
     if "target" in changes:
         endpoint.target_masked = mask_target(endpoint.target)
         fields.add("target_masked")
+    if "config" in changes:
+        endpoint.config_masked = mask_config(endpoint.config)
+        fields.add("config_masked")
     if toggled:
         endpoint.status = EndpointStatus.PENDING if endpoint.enabled else EndpointStatus.PAUSED
         fields.add("status")

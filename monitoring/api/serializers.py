@@ -1,6 +1,7 @@
 """Request parsing and response shapes of the endpoint API."""
 
 import json
+from datetime import UTC, datetime
 from typing import Any
 
 from django.conf import settings
@@ -20,7 +21,6 @@ from monitoring.targets import (
     MAX_TARGET_LENGTH,
     TargetError,
     has_secrets,
-    mask_config,
     restore_config_secrets,
     restore_target_secrets,
     same_destination,
@@ -53,9 +53,9 @@ class TargetField(serializers.CharField):
 class ConfigField(serializers.JSONField):
     """Per-type options; secret values (authorization headers and the like) read masked."""
 
-    def to_representation(self, value: Any) -> Any:
-        """Mask secret values."""
-        return mask_config(value)
+    def get_attribute(self, instance: Endpoint) -> Any:
+        """The masked form, without decrypting the stored config."""
+        return instance.config_masked
 
 
 class EndpointSerializer(serializers.ModelSerializer[Endpoint]):
@@ -109,6 +109,28 @@ class EndpointSerializer(serializers.ModelSerializer[Endpoint]):
             "created_at",
             "updated_at",
         ]
+
+    def to_representation(self, instance: Endpoint) -> dict[str, Any]:
+        """The fields, built directly: DRF's generic path costs ~60 µs per endpoint.
+
+        A test checks that the answer equals the generic path's, field for field.
+        """
+        return {
+            "id": str(instance.id),
+            "project": str(instance.project_id),
+            "name": instance.name,
+            "type": instance.type,
+            "target": instance.target_masked,
+            "interval_seconds": instance.interval_seconds,
+            "timeout_seconds": instance.timeout_seconds,
+            "config": instance.config_masked,
+            "enabled": instance.enabled,
+            "status": instance.status,
+            "last_checked_at": _timestamp(instance.last_checked_at),
+            "next_check_at": _timestamp(instance.next_check_at),
+            "created_at": _timestamp(instance.created_at),
+            "updated_at": _timestamp(instance.updated_at),
+        }
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         """Check interval, timeout, target and config against each other and the type."""
@@ -178,6 +200,14 @@ class EndpointSerializer(serializers.ModelSerializer[Endpoint]):
         if moved and MASK in json.dumps(attrs["config"]):
             raise TargetError("Enter the secret values again: the target points elsewhere now.")
         return restore_config_secrets(attrs["config"], old)
+
+
+def _timestamp(value: datetime | None) -> str | None:
+    """ISO 8601 in UTC with a `Z`, as DRF's DateTimeField writes it."""
+    if value is None:
+        return None
+    text = value.astimezone(UTC).isoformat()
+    return text[:-6] + "Z" if text.endswith("+00:00") else text
 
 
 def _prefixed(prefix: str, detail: Any) -> dict[str, Any]:

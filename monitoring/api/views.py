@@ -35,10 +35,10 @@ class EndpointViewSet(viewsets.ModelViewSet):
     http_method_names = ["get", "post", "patch", "delete", "head", "options"]
 
     def get_queryset(self) -> QuerySet[Endpoint]:
-        """Visible endpoints, without decrypting targets (the masked form is shown)."""
+        """Visible endpoints, without decrypting (the masked forms are shown)."""
         if getattr(self, "swagger_fake_view", False):
             return Endpoint.objects.none()
-        return Endpoint.objects.visible_to(caller(self.request)).defer("target")
+        return Endpoint.objects.visible_to(caller(self.request)).defer("target", "config")
 
     def get_object(self) -> Endpoint:
         """An endpoint the caller can see, else 404."""

@@ -308,3 +308,23 @@ def test_a_project_with_endpoints_cannot_be_deleted(api, cast, make_endpoint):
     assert Project.objects.filter(pk=cast.project.pk).exists()
     Endpoint.objects.all().delete()
     assert api.delete(f"/api/v1/projects/{cast.project.id}").status_code == 204
+
+
+def test_the_direct_representation_equals_drfs_generic_one(cast, make_endpoint):
+    from rest_framework import serializers
+    from rest_framework.renderers import JSONRenderer
+
+    from monitoring.api.serializers import EndpointSerializer
+
+    with time_machine.travel(datetime(2030, 5, 1, 8, 0, 0, 123456, tzinfo=UTC), tick=False):
+        fresh = make_endpoint(cast.project, config={"headers": {"Authorization": "Bearer x"}})
+    checked = make_endpoint(cast.project, type="redis", target="redis://:pw@cache.test:6379/0")
+    Endpoint.objects.filter(pk=checked.pk).update(
+        enabled=False, status="paused", next_check_at=None, last_checked_at=datetime.now(UTC)
+    )
+    render = JSONRenderer().render
+
+    for endpoint in (Endpoint.objects.get(pk=fresh.pk), Endpoint.objects.get(pk=checked.pk)):
+        serializer = EndpointSerializer()
+        generic = serializers.ModelSerializer.to_representation(serializer, endpoint)
+        assert render(serializer.to_representation(endpoint)) == render(generic)
