@@ -48,9 +48,10 @@ def access_api_key(caller: User, api_key_id: object) -> ApiKey:
     return _get_or_404(ApiKey.objects.visible_to(caller).not_revoked(), api_key_id)
 
 
-def access_endpoint(caller: User, endpoint_id: object) -> Endpoint:
-    """An endpoint in a project the caller can see."""
-    return _get_or_404(Endpoint.objects.visible_to(caller), endpoint_id)
+def access_endpoint(caller: User, endpoint_id: object, *, for_update: bool = False) -> Endpoint:
+    """An endpoint in a project the caller can see; locked (in a transaction) to write it."""
+    endpoints = Endpoint.objects.visible_to(caller)
+    return _get_or_404(endpoints.select_for_update() if for_update else endpoints, endpoint_id)
 
 
 def access_projects(caller: User, project_ids: Iterable[uuid.UUID]) -> list[Project]:

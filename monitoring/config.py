@@ -15,6 +15,21 @@ from monitoring.models import EndpointType
 
 _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]{1,100}")
 MAX_HEADERS = 50
+# Framing and hop-by-hop headers belong to the HTTP client: set by hand, they would let a
+# probe smuggle a second request or break the exchange.
+_RESERVED_HEADERS = frozenset(
+    {
+        "connection",
+        "content-length",
+        "expect",
+        "keep-alive",
+        "proxy-connection",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+    }
+)
 
 
 class HeadersField(serializers.DictField):
@@ -32,6 +47,8 @@ class HeadersField(serializers.DictField):
         for name, value in headers.items():
             if not _HEADER_NAME.fullmatch(name):
                 raise serializers.ValidationError(f"{name!r} is not a valid header name.")
+            if name.lower() in _RESERVED_HEADERS:
+                raise serializers.ValidationError(f"{name} is set by the probe itself.")
             if not value.isprintable() or not value.isascii():
                 raise serializers.ValidationError(
                     f"The value of {name} must be printable ASCII on one line."

@@ -50,10 +50,18 @@ def endpoint_create(
 
 @transaction.atomic
 def endpoint_update(*, endpoint: Endpoint, **changes: Any) -> Endpoint:
-    """Change an endpoint; a change to what or how it is probed makes it due now."""
+    """Change an endpoint; a change to what or how it is probed makes it due now.
+
+    The caller holds the endpoint's row lock (see the view), so that concurrent changes
+    apply one after the other. A new target or type resets the status to pending: the last
+    result was about another service.
+    """
     if "project" in changes and changes["project"].pk != endpoint.project_id:
         changes["project"] = _lock_project(changes["project"])
     toggled = changes.get("enabled", endpoint.enabled) != endpoint.enabled
+    retargeted = any(
+        name in changes and changes[name] != getattr(endpoint, name) for name in ("target", "type")
+    )
     for field, value in changes.items():
         setattr(endpoint, field, value)
     fields = set(changes) | {"updated_at"}
@@ -65,14 +73,16 @@ def endpoint_update(*, endpoint: Endpoint, **changes: Any) -> Endpoint:
     if "config" in changes:
         endpoint.config_masked = mask_config(endpoint.config)
         fields.add("config_masked")
-    if toggled:
+    if toggled or retargeted:
         endpoint.status = EndpointStatus.PENDING if endpoint.enabled else EndpointStatus.PAUSED
         fields.add("status")
+    due = endpoint.next_check_at if endpoint.enabled else None
     if endpoint.enabled and (toggled or _PROBE_FIELDS & set(changes)):
-        endpoint.next_check_at = now
-    elif not endpoint.enabled:
-        endpoint.next_check_at = None
-    endpoint.save(update_fields=sorted(fields | {"next_check_at"}))
+        due = now
+    if due != endpoint.next_check_at:
+        endpoint.next_check_at = due
+        fields.add("next_check_at")
+    endpoint.save(update_fields=sorted(fields))
     return endpoint
 
 

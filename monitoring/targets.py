@@ -10,6 +10,9 @@ import re
 from typing import Any
 from urllib.parse import SplitResult, unquote, urlsplit
 
+import psycopg
+from psycopg import conninfo
+
 from monitoring.models import EndpointType
 
 MASK = "****"
@@ -27,12 +30,14 @@ SCHEMES: dict[str, tuple[str, ...]] = {
 }
 SCHEMES[EndpointType.CUSTOM] = tuple(dict.fromkeys(s for v in SCHEMES.values() for s in v))
 
-# Names of query parameters, headers and config keys whose values are secrets.
-SECRET_NAME = re.compile(
-    r"pass|pwd|secret|token|auth|cookie|session|signature|credential|"
-    r"api[-_]?key|access[-_]?key|private[-_]?key",
-    re.IGNORECASE,
+# Names of query parameters, headers and config keys whose values are secrets: any name
+# containing one of these fragments, or made of words (split on `-`, `_`, `.`) among these.
+_SECRET_FRAGMENT = re.compile(
+    r"pass|secret|token|auth|cookie|credential|signature|apikey", re.IGNORECASE
 )
+_SECRET_WORDS = frozenset({"key", "sig", "code", "session", "sid", "pwd", "pw", "jwt"})
+# Schemes whose lone user name is an account, not a credential (trust auth, pgpass).
+_ACCOUNT_USER_SCHEMES = frozenset({"postgresql", "postgres", "mysql", "mariadb"})
 _LABEL = r"[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?"
 _HOSTNAME = re.compile(rf"{_LABEL}(?:\.{_LABEL})*\.?")
 _HOST_PORT = re.compile(r"(?P<host>\[[^\]]*\]|[^:\[\]]+):(?P<port>\d{1,5})")
@@ -40,6 +45,12 @@ _HOST_PORT = re.compile(r"(?P<host>\[[^\]]*\]|[^:\[\]]+):(?P<port>\d{1,5})")
 
 class TargetError(ValueError):
     """A target that does not fit its endpoint type; the message is for the user."""
+
+
+def is_secret_name(name: str) -> bool:
+    """Whether a query parameter, header or option of this name holds a secret."""
+    words = re.split(r"[^a-z0-9]+", name.lower())
+    return bool(_SECRET_FRAGMENT.search(name)) or any(word in _SECRET_WORDS for word in words)
 
 
 def _check_host(host: str) -> None:
@@ -70,6 +81,9 @@ def _check_characters(target: str) -> None:
         )
     if "\\" in target:
         raise TargetError("Backslashes are not allowed.")
+    if "#" in target:
+        # libpq reads past a `#`, urllib stops at it: refuse, so every client sees one host.
+        raise TargetError("Fragments (#) are not allowed; write # in a password as %23.")
 
 
 def _split(target: str) -> SplitResult:
@@ -78,8 +92,12 @@ def _split(target: str) -> SplitResult:
         port = parts.port
     except ValueError as exc:
         raise TargetError("The port must be a number between 1 and 65535.") from exc
-    if parts.netloc.count("@") > 1:
-        raise TargetError("Percent-encode `@` inside a user name or password.")
+    after_authority = target.partition("://")[2][len(parts.netloc) :]
+    if parts.netloc.count("@") > 1 or "@" in after_authority:
+        raise TargetError(
+            "Write `@` as %40 inside a user name, a password, a path or a query: drivers "
+            "disagree on where such a host ends."
+        )
     host = parts.netloc.rpartition("@")[2]
     host = host.rsplit(":", 1)[0] if port is not None or host.endswith(":") else host
     if not host:
@@ -128,9 +146,27 @@ def _check_query_options(parts: SplitResult) -> None:
         raise TargetError(f"Unsupported option {refused[0]!r} in the query; allowed: {allowed}.")
 
 
-def _check_scheme_rules(parts: SplitResult) -> None:
+def _check_libpq_agrees(target: str, parts: SplitResult) -> None:
+    """libpq, which the PostgreSQL probe uses, must read the same host, port and user."""
+    try:
+        info = conninfo.conninfo_to_dict(target)
+    except psycopg.Error as exc:
+        raise TargetError("PostgreSQL cannot read this connection URL.") from exc
+    seen = (str(info.get("host", "")).lower(), str(info.get("port", "")), info.get("user"))
+    meant = (
+        (parts.hostname or "").lower(),
+        str(parts.port or ""),
+        unquote(parts.username) if parts.username is not None else None,
+    )
+    if seen != meant:
+        raise TargetError("PostgreSQL would read another host, port or user from this URL.")
+
+
+def _check_scheme_rules(target: str, parts: SplitResult) -> None:
     scheme = parts.scheme.lower()
     _check_query_options(parts)
+    if scheme in ("postgresql", "postgres"):
+        _check_libpq_agrees(target, parts)
     if scheme in ("grpc", "grpcs"):
         _check_port(parts.port, required=True)
         if parts.path not in ("", "/") or parts.query or parts.username is not None:
@@ -153,7 +189,7 @@ def validate_target(endpoint_type: str, target: str) -> str:
             f"A {endpoint_type} target must start with {_schemes_text(endpoint_type)}."
         )
     target = f"{scheme.lower()}://{rest}"
-    _check_scheme_rules(_split(target))
+    _check_scheme_rules(target, _split(target))
     return target
 
 
@@ -174,7 +210,7 @@ def _mask_query(query: str) -> str:
     pairs = []
     for pair in query.split("&"):
         name, sep, value = pair.partition("=")
-        if sep and value and SECRET_NAME.search(unquote(name)):
+        if sep and value and is_secret_name(unquote(name)):
             value = MASK
         pairs.append(f"{name}{sep}{value}")
     return "&".join(pairs)
@@ -188,6 +224,8 @@ def mask_target(target: str) -> str:
     userinfo, at, hostport = parts.netloc.rpartition("@")
     if at and ":" in userinfo:
         userinfo = f"{userinfo.split(':', 1)[0]}:{MASK}"
+    elif at and parts.scheme.lower() not in _ACCOUNT_USER_SCHEMES:
+        userinfo = MASK  # a lone user name in a web URL is a token (https://ghp_...@host)
     netloc = f"{userinfo}{at}{hostport}"
     return _rebuild(parts, netloc, _mask_query(parts.query))
 
@@ -219,9 +257,7 @@ def restore_target_secrets(new: str, old: str) -> str:
         )
     parts, old_parts = urlsplit(new), urlsplit(old)
     userinfo, at, hostport = parts.netloc.rpartition("@")
-    if parts.password == MASK:
-        if old_parts.password is None:
-            raise TargetError("No password is stored for this endpoint: enter it.")
+    if MASK in userinfo:  # the destinations match once masked, so the old one has secrets
         userinfo = old_parts.netloc.rpartition("@")[0]
     old_values = dict(pair.partition("=")[::2] for pair in old_parts.query.split("&"))
     pairs = []
@@ -244,7 +280,7 @@ def mask_config(config: Any) -> Any:
     """A config document with the values of secret-named keys (headers too) masked."""
     if isinstance(config, dict):
         return {
-            key: MASK if SECRET_NAME.search(key) and isinstance(value, str) else mask_config(value)
+            key: MASK if is_secret_name(key) and isinstance(value, str) else mask_config(value)
             for key, value in config.items()
         }
     if isinstance(config, list):
@@ -258,7 +294,7 @@ def restore_config_secrets(new: Any, old: Any) -> Any:
         old = old if isinstance(old, dict) else {}
         restored = {}
         for key, value in new.items():
-            if value == MASK and SECRET_NAME.search(key):
+            if value == MASK and is_secret_name(key):
                 if not isinstance(old.get(key), str):
                     raise TargetError(f"`{key}` is masked but no value is stored: enter it.")
                 value = old[key]

@@ -1,8 +1,11 @@
 """Endpoint API: create, list, read, change, pause, resume and delete monitored services."""
 
+from typing import Any
+
+from django.db import transaction
 from django.db.models import QuerySet
 from drf_spectacular.utils import extend_schema, extend_schema_view
-from rest_framework import viewsets
+from rest_framework import permissions, viewsets
 from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -41,8 +44,19 @@ class EndpointViewSet(viewsets.ModelViewSet):
         return Endpoint.objects.visible_to(caller(self.request)).defer("target", "config")
 
     def get_object(self) -> Endpoint:
-        """An endpoint the caller can see, else 404."""
-        return access_endpoint(caller(self.request), self.kwargs["pk"])
+        """An endpoint the caller can see, else 404; writes lock it until they commit."""
+        writing = self.request.method not in permissions.SAFE_METHODS
+        return access_endpoint(caller(self.request), self.kwargs["pk"], for_update=writing)
+
+    def update(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        """Validate against, and write, the locked row: concurrent changes queue up."""
+        with transaction.atomic():
+            return super().update(request, *args, **kwargs)
+
+    def destroy(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        """Delete the endpoint with its history."""
+        with transaction.atomic():
+            return super().destroy(request, *args, **kwargs)
 
     def perform_create(self, serializer: BaseSerializer[Endpoint]) -> None:
         """Create through the service that schedules the first check."""
@@ -59,12 +73,14 @@ class EndpointViewSet(viewsets.ModelViewSet):
     @action(detail=True, methods=["post"])
     def pause(self, request: Request, pk: str) -> Response:
         """Stop checking the endpoint until it is resumed; its history stays."""
-        endpoint = services.endpoint_set_enabled(endpoint=self.get_object(), enabled=False)
+        with transaction.atomic():
+            endpoint = services.endpoint_set_enabled(endpoint=self.get_object(), enabled=False)
         return Response(self.get_serializer(endpoint).data)
 
     @extend_schema(request=None, responses={200: EndpointSerializer})
     @action(detail=True, methods=["post"])
     def resume(self, request: Request, pk: str) -> Response:
         """Check the endpoint again, starting at once."""
-        endpoint = services.endpoint_set_enabled(endpoint=self.get_object(), enabled=True)
+        with transaction.atomic():
+            endpoint = services.endpoint_set_enabled(endpoint=self.get_object(), enabled=True)
         return Response(self.get_serializer(endpoint).data)

@@ -214,3 +214,16 @@ def test_keys_issued_under_an_earlier_prefix_keep_working(api, cast, make_key, s
     assert new_key.startswith("acme_live_")
     assert api.with_key(old_key).get(ENDPOINTS).status_code == 200
     assert api.with_key(new_key).get(ENDPOINTS).status_code == 200
+
+
+def test_a_well_formed_key_with_a_known_lookup_id_but_another_secret_is_refused(
+    api, cast, make_key
+):
+    from apikeys import keys
+
+    real = make_key(cast.owner, "endpoint:read")
+    body = real[: len("hm_live_") + keys.LOOKUP_LENGTH] + "Z" * keys.SECRET_LENGTH
+    forged = body + keys._checksum(body)
+    assert keys.parse(forged) is not None  # passes the checksum: the digest must refuse it
+
+    invalid_body(api.with_key(forged).get(ENDPOINTS))

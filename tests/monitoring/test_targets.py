@@ -133,6 +133,14 @@ BAD_TARGETS = [
     ("postgresql", "postgresql://app@db.test/app?service=prod"),
     ("mysql", "mysql://app@db.test/app?unix_socket=/run/mysqld.sock"),
     ("redis", "redis://cache.test:6379/0?ssl_certfile=/etc/ssl/private/key.pem"),
+    # libpq reads past `#` and `@` where urllib stops: either would hide a second host.
+    ("postgresql", "postgresql://app:pw@db.good.test:5432#,evil.test:5432/prod"),
+    ("postgresql", "postgresql://app:2024#Winter@db.test/prod"),
+    ("postgresql", "postgresql://db.good.test?password=x&sslmode=@evil.test/prod"),
+    ("postgresql", "postgresql://app@db.test,evil.test/prod"),
+    ("http", "https://example.test/health#section"),
+    ("http", "https://example.test/users/@me"),
+    ("grpc", "grpc://grpc.test:50051#x"),
 ]
 
 
@@ -177,6 +185,14 @@ def test_a_target_that_is_not_a_string_is_refused(api, cast, target):
 # --- 2. Targets that fit --------------------------------------------------------------------
 
 GOOD_TARGETS = [
+    ("http", "https://ghp_token123@api.test/health", "https://****@api.test/health"),
+    (
+        "http",
+        "https://example.test/h?key=k1&sig=s2&code=c3&env=prod",
+        "https://example.test/h?key=****&sig=****&code=****&env=prod",
+    ),
+    ("postgresql", "postgresql://monitor@db.test/app", "postgresql://monitor@db.test/app"),
+    ("http", "https://example.test/users/%40me", "https://example.test/users/%40me"),
     ("http", "https://example.test/health?full=1", "https://example.test/health?full=1"),
     ("http", "http://10.0.0.7:8080/", "http://10.0.0.7:8080/"),
     ("http", "http://[2001:db8::1]:8080/health", "http://[2001:db8::1]:8080/health"),
@@ -371,6 +387,35 @@ def test_a_masked_target_that_cannot_be_parsed_is_a_validation_error(api, pg_end
     assert Endpoint.objects.get().target == PG_TARGET
 
 
+def test_a_masked_token_user_name_is_kept_on_patch(api, cast):
+    api.as_user(cast.owner)
+    endpoint = created(api, cast, target="https://ghp_token123@api.test/health")
+
+    response = patch(api, endpoint["id"], target="https://****@api.test/healthz")
+
+    assert response.status_code == 200, response.content
+    assert Endpoint.objects.get().target == "https://ghp_token123@api.test/healthz"
+
+
+def test_a_hidden_second_host_cannot_take_the_stored_password(api, pg_endpoint):
+    for target in (
+        "postgresql://app:****@db.test:5432#,evil.test:5432/app?sslmode=require&password=****",
+        "postgresql://db.test?password=****&sslmode=@evil.test/app",
+    ):
+        response = patch(api, pg_endpoint["id"], target=target)
+        assert "target" in assert_problem(response, 400, "validation_error")["errors"]
+    assert Endpoint.objects.get().target == PG_TARGET
+
+
+def test_a_new_target_resets_the_status_to_pending(api, pg_endpoint):
+    Endpoint.objects.update(status="up")
+
+    assert patch(api, pg_endpoint["id"], name="Renamed").json()["status"] == "up"
+    response = patch(api, pg_endpoint["id"], target="postgresql://app:new@db2.test/app")
+
+    assert response.json()["status"] == "pending"
+
+
 def test_a_masked_password_with_none_stored_is_refused(api, cast):
     api.as_user(cast.owner)
     endpoint = created(api, cast, type="postgresql", target="postgresql://app@db.test/app")
@@ -522,6 +567,9 @@ def test_a_stored_header_does_not_follow_the_target_to_another_service(api, auth
         ("http", None, {"headers": {"X-Trace": "é"}}, "config.headers"),
         ("http", None, {"headers": {f"X-H{i}": "v" for i in range(51)}}, "config.headers"),
         ("http", None, {"headers": ["Authorization: x"]}, "config.headers"),
+        ("http", None, {"headers": {"Content-Length": "0"}}, "config.headers"),
+        ("http", None, {"headers": {"transfer-encoding": "chunked"}}, "config.headers"),
+        ("websocket", "wss://ws.test/", {"headers": {"Connection": "close"}}, "config.headers"),
         (
             "redis",
             "redis://cache.test:6379/0",
