@@ -33,7 +33,8 @@ from accounts.tokens import (
     user_for_email_verification_token,
     user_for_password_reset_token,
 )
-from apikeys.services import api_keys_revoke_for_user
+from apikeys.models import ApiKey
+from apikeys.services import api_keys_revoke
 from healthmon.errors import Conflict
 
 DEFAULT_PROJECT_NAME = "Default"
@@ -293,7 +294,7 @@ def user_remove(*, actor: User, user: User) -> None:
         raise LastOwner("The last owner cannot be removed.")
     if user.role == Role.OWNER and actor.role != Role.OWNER:
         raise OwnerRoleRequired("Only an owner can remove an owner.")
-    api_keys_revoke_for_user(user=user)
+    api_keys_revoke(api_keys=ApiKey.objects.filter(created_by=user))
     user.delete()
 
 

@@ -3,9 +3,9 @@
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
-from django.utils import timezone
 
 from apikeys.models import ApiKey
+from apikeys.services import api_keys_revoke
 
 
 @admin.register(ApiKey)
@@ -49,5 +49,5 @@ class ApiKeyAdmin(admin.ModelAdmin):
     @admin.action(description="Revoke the selected API keys")
     def revoke(self, request: HttpRequest, queryset: QuerySet[ApiKey]) -> None:
         """Revoke: each key answers 401 from its next request on."""
-        count = queryset.filter(revoked_at__isnull=True).update(revoked_at=timezone.now())
+        count = api_keys_revoke(api_keys=queryset)
         self.message_user(request, f"Revoked {count} API key(s).", messages.SUCCESS)

@@ -5,7 +5,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from accounts.models import User
@@ -37,16 +37,9 @@ def api_key_create(
     return api_key, key
 
 
-def api_key_revoke(*, api_key: ApiKey) -> None:
-    """Revoke a key: it answers 401 from the next request on."""
-    ApiKey.objects.filter(pk=api_key.pk, revoked_at__isnull=True).update(revoked_at=timezone.now())
-
-
-def api_keys_revoke_for_user(*, user: User) -> int:
-    """Revoke every key a user created (the user is leaving the organization)."""
-    return ApiKey.objects.filter(created_by=user, revoked_at__isnull=True).update(
-        revoked_at=timezone.now()
-    )
+def api_keys_revoke(*, api_keys: QuerySet[ApiKey]) -> int:
+    """Revoke keys: each answers 401 from its next request on; revoked ones stay as they are."""
+    return api_keys.filter(revoked_at__isnull=True).update(revoked_at=timezone.now())
 
 
 def api_key_mark_used(*, api_key: ApiKey, now: datetime) -> None:

@@ -58,4 +58,4 @@ class ApiKeyViewSet(
 
     def perform_destroy(self, instance: ApiKey) -> None:
         """Revoke; the record stays for the admin."""
-        services.api_key_revoke(api_key=instance)
+        services.api_keys_revoke(api_keys=ApiKey.objects.filter(pk=instance.pk))
