@@ -6,7 +6,6 @@ from typing import Any
 
 from django.conf import settings
 from rest_framework import serializers
-from rest_framework.settings import api_settings
 
 from accounts.api.serializers import NameField, VisibleProjectField
 from monitoring.config import CONFIG_SERIALIZERS, validate_config
@@ -134,7 +133,7 @@ class EndpointSerializer(serializers.ModelSerializer[Endpoint]):
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         """Check interval, timeout, target and config against each other and the type."""
-        errors: dict[str, list[str]] = {}
+        errors: dict[str, Any] = {}  # nested config errors become `config.<option>` keys
         self._validate_timing(attrs, errors)
         endpoint_type = attrs.get("type") or self.instance.type  # type: ignore[union-attr]
         try:
@@ -149,12 +148,12 @@ class EndpointSerializer(serializers.ModelSerializer[Endpoint]):
             except TargetError as exc:
                 errors["config"] = [str(exc)]
             except serializers.ValidationError as exc:
-                errors.update(_prefixed("config", exc.detail))
+                errors["config"] = exc.detail
         if errors:
             raise serializers.ValidationError(errors)
         return attrs
 
-    def _validate_timing(self, attrs: dict[str, Any], errors: dict[str, list[str]]) -> None:
+    def _validate_timing(self, attrs: dict[str, Any], errors: dict[str, Any]) -> None:
         current = self.instance
         interval = int(attrs.get("interval_seconds", current.interval_seconds if current else 0))
         if "interval_seconds" in attrs and interval < settings.MIN_CHECK_INTERVAL:
@@ -208,12 +207,3 @@ def _timestamp(value: datetime | None) -> str | None:
         return None
     text = value.astimezone(UTC).isoformat()
     return text[:-6] + "Z" if text.endswith("+00:00") else text
-
-
-def _prefixed(prefix: str, detail: Any) -> dict[str, Any]:
-    if isinstance(detail, dict):
-        return {
-            prefix if key == api_settings.NON_FIELD_ERRORS_KEY else f"{prefix}.{key}": value
-            for key, value in detail.items()
-        }
-    return {prefix: detail}
