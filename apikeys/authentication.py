@@ -1,6 +1,7 @@
 """`Authorization: Bearer <API key>`, tried before the JWT class on every API request."""
 
 import hmac
+from datetime import datetime
 
 from django.utils import timezone
 from rest_framework import authentication, exceptions
@@ -32,12 +33,13 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
         parsed = keys.parse(credential)
         if parsed is None:  # malformed or a bad checksum: no database query
             raise exceptions.AuthenticationFailed(INVALID_CREDENTIAL)
-        api_key = self._usable_key(parsed)
-        api_key_mark_used(api_key=api_key, now=timezone.now())
+        now = timezone.now()
+        api_key = self._usable_key(parsed, now)
+        api_key_mark_used(api_key=api_key, now=now)
         assert api_key.created_by is not None  # noqa: S101 - checked by _usable_key
         return api_key.created_by, api_key
 
-    def _usable_key(self, parsed: keys.ParsedKey) -> ApiKey:
+    def _usable_key(self, parsed: keys.ParsedKey, now: datetime) -> ApiKey:
         found = (
             ApiKey.objects.select_related("created_by__organization")
             .filter(lookup_id=parsed.lookup_id)
@@ -47,7 +49,7 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
         if (
             api_key is None
             or not hmac.compare_digest(api_key.digest, parsed.digest)
-            or not api_key.is_usable(timezone.now())
+            or not api_key.is_usable(now)
             or api_key.created_by is None
             or not api_key.created_by.is_active
             or api_key.created_by.organization_id != api_key.organization_id
