@@ -15,7 +15,7 @@ from rest_framework import serializers
 
 from accounts.models import Invitation, Project, User
 from apikeys.models import ApiKey
-from monitoring.models import Endpoint
+from monitoring.models import Endpoint, Incident
 
 M = TypeVar("M", bound=models.Model)
 
@@ -52,6 +52,11 @@ def access_endpoint(caller: User, endpoint_id: object, *, for_update: bool = Fal
     """An endpoint in a project the caller can see; locked (in a transaction) to write it."""
     endpoints = Endpoint.objects.visible_to(caller)
     return _get_or_404(endpoints.select_for_update() if for_update else endpoints, endpoint_id)
+
+
+def access_incident(caller: User, incident_id: object) -> Incident:
+    """An incident of an endpoint in a project the caller can see."""
+    return _get_or_404(Incident.objects.visible_to(caller), incident_id)
 
 
 def access_projects(caller: User, project_ids: Iterable[uuid.UUID]) -> list[Project]:

@@ -8,9 +8,11 @@ PostgreSQL and Redis in production.
 import base64
 import binascii
 import hashlib
+import ipaddress
 import re
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import environ
 from django.core.exceptions import ImproperlyConfigured
@@ -213,6 +215,37 @@ FIELD_ENCRYPTION_KEYS = _fernet_keys("FIELD_ENCRYPTION_KEYS")
 MIN_CHECK_INTERVAL = int(_duration("MIN_CHECK_INTERVAL", timedelta(seconds=10)).total_seconds())
 if not 2 <= MIN_CHECK_INTERVAL <= 86400:
     raise ImproperlyConfigured("MIN_CHECK_INTERVAL must be between 2 seconds and 1 day.")
+
+
+def _int_between(name: str, default: int, low: int, high: int) -> int:
+    """Read an integer, refusing values outside [low, high]."""
+    try:
+        value = env.int(name, default=default)
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"{name} must be a whole number.") from exc
+    if not low <= value <= high:
+        raise ImproperlyConfigured(f"{name} must be between {low} and {high}.")
+    return value
+
+
+def _networks(name: str) -> list[str]:
+    """Read a comma-separated list of CIDR networks."""
+    networks = env.list(name, default=[])
+    for network in networks:
+        try:
+            ipaddress.ip_network(network, strict=False)
+        except ValueError as exc:
+            raise ImproperlyConfigured(f"{name}: {network!r} is not an IP network.") from exc
+    return networks
+
+
+# Probes refuse private, loopback, link-local, metadata and other non-public addresses
+# unless allowed: a monitoring service must not become a door into its own network.
+PROBE_ALLOW_PRIVATE_NETWORKS = _bool("PROBE_ALLOW_PRIVATE_NETWORKS", False)
+PROBE_ALLOWED_NETWORKS = _networks("PROBE_ALLOWED_NETWORKS")
+PROBE_BATCH_SIZE = _int_between("PROBE_BATCH_SIZE", 200, 1, 5000)
+PROBE_CONCURRENCY = _int_between("PROBE_CONCURRENCY", 500, 1, 10_000)
+PROBE_THREADS = _int_between("PROBE_THREADS", 32, 1, 1000)
 NUM_PROXIES = env.int("NUM_PROXIES", default=0)
 if NUM_PROXIES < 0:
     raise ImproperlyConfigured("NUM_PROXIES must be 0 or more.")
@@ -244,6 +277,22 @@ CELERY_TASK_TIME_LIMIT = 120
 CELERY_TASK_SOFT_TIME_LIMIT = 100
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
+CELERY_TASK_SERIALIZER = "json"
+CELERY_RESULT_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+# One beat entry for all endpoints: the dispatcher claims what is due and sends batches.
+CELERY_BEAT_SCHEDULE = {
+    "dispatch-due-checks": {
+        "task": "monitoring.tasks.dispatch_due_checks",
+        "schedule": 1.0,
+        "options": {"expires": 5},
+    },
+}
+if CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
+    # An unacknowledged batch (its worker died) goes back to the queue after this long.
+    CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, Any] = {"visibility_timeout": 300}
 if CELERY_BROKER_URL.startswith("filesystem://"):
     _broker_dir = VAR_DIR / "celery-broker"
     (_broker_dir / "processed").mkdir(parents=True, exist_ok=True)

@@ -1,11 +1,13 @@
 """Monitored endpoints: what to probe, how often, and where it stands."""
 
+import secrets
+import time
 import uuid
 from datetime import datetime
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.core.validators import MaxValueValidator
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
@@ -15,6 +17,16 @@ from healthmon.encryption import EncryptedJSONField, EncryptedTextField
 
 MAX_INTERVAL_SECONDS = 86_400
 MAX_TIMEOUT_SECONDS = 60
+MAX_THRESHOLD = 10
+
+
+def time_ordered_uuid() -> uuid.UUID:
+    """A UUIDv7 (RFC 9562): millisecond time first, so new check rows land at the end of
+    the index instead of at random pages of a table that grows by millions a day."""
+    value = (time.time_ns() // 1_000_000) << 80 | secrets.randbits(80)
+    value = (value & ~(0xF << 76)) | (0x7 << 76)  # version 7
+    value = (value & ~(0x3 << 62)) | (0x2 << 62)  # RFC 4122 variant
+    return uuid.UUID(int=value)
 
 
 class EndpointType(models.TextChoices):
@@ -80,8 +92,26 @@ class Endpoint(models.Model):
     config = EncryptedJSONField(default=dict)
     config_masked = models.JSONField(default=dict, editable=False)
     enabled = models.BooleanField(default=True)
+    failure_threshold = models.PositiveSmallIntegerField(
+        default=2,
+        validators=[MinValueValidator(1), MaxValueValidator(MAX_THRESHOLD)],
+        help_text="Consecutive failed checks that open an incident.",
+    )
+    recovery_threshold = models.PositiveSmallIntegerField(
+        default=1,
+        validators=[MinValueValidator(1), MaxValueValidator(MAX_THRESHOLD)],
+        help_text="Consecutive successful checks that resolve it.",
+    )
     status = models.CharField(
         max_length=16, choices=EndpointStatus.choices, default=EndpointStatus.PENDING
+    )
+    # The current run of equal outcomes: its length, start and (for failures) first error.
+    streak_ok = models.BooleanField(null=True, editable=False)
+    streak_length = models.PositiveIntegerField(default=0, editable=False)
+    streak_started_at = models.DateTimeField(null=True, editable=False)
+    streak_error = models.CharField(max_length=500, blank=True, editable=False)
+    detected_type = models.CharField(
+        max_length=16, choices=EndpointType.choices, blank=True, editable=False
     )
     last_checked_at = models.DateTimeField(null=True, blank=True)
     next_check_at = models.DateTimeField(null=True, blank=True)
@@ -120,3 +150,112 @@ class Endpoint(models.Model):
             raise ValidationError(
                 {"timeout_seconds": "At least 1 second and less than the interval."}
             )
+
+
+class CheckResultQuerySet(models.QuerySet["CheckResult"]):
+    """Reusable check filters."""
+
+    def for_org(self, organization: Organization) -> "CheckResultQuerySet":
+        """Checks of one organization's endpoints."""
+        return self.filter(endpoint__project__organization=organization)
+
+
+class CheckResult(models.Model):
+    """One probe of one endpoint. `scheduled_for` names the slot it filled: a batch that
+    is delivered twice finds its slots taken and stores nothing twice."""
+
+    id = models.UUIDField(primary_key=True, default=time_ordered_uuid, editable=False)
+    endpoint = models.ForeignKey(Endpoint, on_delete=models.CASCADE, related_name="checks")
+    scheduled_for = models.DateTimeField()
+    checked_at = models.DateTimeField()
+    ok = models.BooleanField()
+    response_time_ms = models.FloatField()
+    status_detail = models.CharField(max_length=200, blank=True)
+    error = models.CharField(max_length=500, blank=True)
+
+    objects = CheckResultQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-checked_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["endpoint", "scheduled_for"], name="check_one_per_slot"
+            ),
+        ]
+        indexes = [
+            # Time-range reads per endpoint (the checks list, analytics).
+            models.Index(fields=["endpoint", "checked_at"], name="check_endpoint_time_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.endpoint_id} at {self.checked_at:%Y-%m-%d %H:%M:%S}"
+
+
+class IncidentQuerySet(models.QuerySet["Incident"]):
+    """Reusable incident filters."""
+
+    def for_org(self, organization: Organization) -> "IncidentQuerySet":
+        """Incidents of one organization's endpoints."""
+        return self.filter(endpoint__project__organization=organization)
+
+    def visible_to(self, user: User) -> "IncidentQuerySet":
+        """Incidents of endpoints in the projects the user can see."""
+        return self.filter(endpoint__project__in=Project.objects.visible_to(user))
+
+    def open(self) -> "IncidentQuerySet":
+        """Incidents not resolved yet."""
+        return self.filter(resolved_at__isnull=True)
+
+
+class Incident(models.Model):
+    """A confirmed outage: from the first of `failure_threshold` failed checks in a row to
+    the first of `recovery_threshold` successful ones."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    endpoint = models.ForeignKey(Endpoint, on_delete=models.CASCADE, related_name="incidents")
+    started_at = models.DateTimeField()
+    resolved_at = models.DateTimeField(null=True, blank=True)
+    cause = models.CharField(
+        max_length=500, blank=True, help_text="The first failed check's error."
+    )
+
+    objects = IncidentQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-started_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["endpoint"],
+                condition=Q(resolved_at__isnull=True),
+                name="incident_one_open_per_endpoint",
+            ),
+        ]
+        indexes = [models.Index(fields=["endpoint", "started_at"], name="incident_endpoint_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.endpoint_id} since {self.started_at:%Y-%m-%d %H:%M:%S}"
+
+    @property
+    def duration_seconds(self) -> float | None:
+        """How long it lasted; None while open."""
+        if self.resolved_at is None:
+            return None
+        return (self.resolved_at - self.started_at).total_seconds()
+
+
+class StatusChange(models.Model):
+    """An endpoint's move from one status to another, kept as history."""
+
+    id = models.UUIDField(primary_key=True, default=time_ordered_uuid, editable=False)
+    endpoint = models.ForeignKey(Endpoint, on_delete=models.CASCADE, related_name="status_changes")
+    changed_at = models.DateTimeField()
+    from_status = models.CharField(max_length=16, choices=EndpointStatus.choices)
+    to_status = models.CharField(max_length=16, choices=EndpointStatus.choices)
+    reason = models.CharField(max_length=500, blank=True)
+
+    class Meta:
+        ordering = ["-changed_at", "-id"]
+        indexes = [models.Index(fields=["endpoint", "changed_at"], name="status_endpoint_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.endpoint_id}: {self.from_status} → {self.to_status}"

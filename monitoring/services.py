@@ -1,15 +1,38 @@
-"""Endpoint writes: creation, changes, pausing and resuming, with the schedule kept right."""
+"""Endpoint writes: creation, changes, pausing and resuming, with the schedule kept right;
+and what checks write: results, status, incidents."""
 
+import asyncio
+import itertools
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
+from uuid import UUID
 
+from django.conf import settings
 from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 from rest_framework import serializers
 
 from accounts.models import Project
-from monitoring.models import Endpoint, EndpointStatus
+from monitoring.models import (
+    CheckResult,
+    Endpoint,
+    EndpointStatus,
+    Incident,
+    StatusChange,
+)
+from monitoring.probes import ProbeResult, ProbeTask, run_batch
 from monitoring.targets import mask_config, mask_target
+
+# An endpoint whose run of results starts over: a new target, a pause, a resume.
+_FRESH_STREAK: dict[str, Any] = {
+    "streak_ok": None,
+    "streak_length": 0,
+    "streak_started_at": None,
+    "streak_error": "",
+}
 
 # A change to any of these makes the endpoint due at once, so the user sees its effect.
 _PROBE_FIELDS = frozenset(
@@ -74,8 +97,11 @@ def endpoint_update(*, endpoint: Endpoint, **changes: Any) -> Endpoint:
         endpoint.config_masked = mask_config(endpoint.config)
         fields.add("config_masked")
     if toggled or retargeted:
-        endpoint.status = EndpointStatus.PENDING if endpoint.enabled else EndpointStatus.PAUSED
-        fields.add("status")
+        _status_change(endpoint, _resting_status(endpoint.enabled), now, "endpoint changed")
+        _close_incidents([endpoint.pk], now)
+        for name, value in {**_FRESH_STREAK, "detected_type": ""}.items():
+            setattr(endpoint, name, value)
+        fields |= {"status", "detected_type", *_FRESH_STREAK}
     due = endpoint.next_check_at if endpoint.enabled else None
     if endpoint.enabled and (toggled or _PROBE_FIELDS & set(changes)):
         due = now
@@ -86,14 +112,59 @@ def endpoint_update(*, endpoint: Endpoint, **changes: Any) -> Endpoint:
     return endpoint
 
 
+def _resting_status(enabled: bool) -> str:
+    return EndpointStatus.PENDING if enabled else EndpointStatus.PAUSED
+
+
+def _status_change(endpoint: Endpoint, status: str, at: datetime, reason: str) -> None:
+    """Move an endpoint to a status and record the move (the caller saves the endpoint)."""
+    if endpoint.status != status:
+        StatusChange.objects.create(
+            endpoint=endpoint,
+            changed_at=at,
+            from_status=endpoint.status,
+            to_status=status,
+            reason=reason[:500],
+        )
+        endpoint.status = status
+
+
+def _close_incidents(endpoint_ids: Iterable[UUID], at: datetime) -> None:
+    """Resolve open incidents of endpoints no longer watched as before: nobody knows how
+    long a paused or retargeted endpoint stayed down, so its downtime ends here."""
+    Incident.objects.open().filter(endpoint_id__in=list(endpoint_ids)).update(resolved_at=at)
+
+
+@transaction.atomic
 def endpoints_set_enabled(*, endpoints: QuerySet[Endpoint], enabled: bool) -> int:
     """Pause or resume many endpoints; those already in that state are left alone."""
     now = timezone.now()
-    return endpoints.filter(enabled=not enabled).update(
+    rows = list(
+        endpoints.filter(enabled=not enabled)
+        .select_for_update(of=("self",))
+        .values_list("id", "status")
+    )
+    status = _resting_status(enabled)
+    StatusChange.objects.bulk_create(
+        StatusChange(
+            endpoint_id=pk,
+            changed_at=now,
+            from_status=old,
+            to_status=status,
+            reason="resumed" if enabled else "paused",
+        )
+        for pk, old in rows
+        if old != status
+    )
+    ids = [pk for pk, _ in rows]
+    _close_incidents(ids, now)
+    return Endpoint.objects.filter(id__in=ids).update(
         enabled=enabled,
-        status=EndpointStatus.PENDING if enabled else EndpointStatus.PAUSED,
+        status=status,
         next_check_at=now if enabled else None,
         updated_at=now,
+        detected_type="",
+        **_FRESH_STREAK,
     )
 
 
@@ -102,3 +173,175 @@ def endpoint_set_enabled(*, endpoint: Endpoint, enabled: bool) -> Endpoint:
     endpoints_set_enabled(endpoints=Endpoint.objects.filter(pk=endpoint.pk), enabled=enabled)
     endpoint.refresh_from_db()
     return endpoint
+
+
+@transaction.atomic
+def endpoint_check_now(*, endpoint: Endpoint) -> datetime:
+    """Queue an immediate check of an enabled endpoint; returns the slot it fills."""
+    from monitoring.tasks import send_batch
+
+    if not endpoint.enabled:
+        raise serializers.ValidationError(
+            {"enabled": ["The endpoint is paused: resume it to check it."]}
+        )
+    slot = timezone.now()
+    items = [[str(endpoint.pk), slot.isoformat()]]
+    transaction.on_commit(lambda: send_batch(items))
+    return slot
+
+
+@dataclass(frozen=True)
+class CheckOutcome:
+    """A probe result for one endpoint's slot."""
+
+    endpoint_id: UUID
+    scheduled_for: datetime
+    checked_at: datetime
+    result: ProbeResult
+
+
+def checks_run(*, slots: Sequence[tuple[UUID, datetime]]) -> int:
+    """Probe the endpoints of a batch concurrently and record the results.
+
+    Endpoints deleted or paused since they were claimed are skipped. Returns how many
+    results were stored (a batch delivered twice stores nothing the second time).
+    """
+    endpoints = Endpoint.objects.in_bulk([pk for pk, _ in slots])
+    work = [(endpoints[pk], slot) for pk, slot in slots if pk in endpoints]
+    work = [(endpoint, slot) for endpoint, slot in work if endpoint.enabled]
+    tasks = [
+        ProbeTask(
+            endpoint.type,
+            endpoint.target,
+            endpoint.config,
+            float(endpoint.timeout_seconds),
+        )
+        for endpoint, _ in work
+    ]
+    started = timezone.now()
+    results = asyncio.run(run_batch(tasks, concurrency=settings.PROBE_CONCURRENCY))
+    outcomes = [
+        CheckOutcome(endpoint.pk, slot, started, result)
+        for (endpoint, slot), result in zip(work, results, strict=True)
+    ]
+    return checks_record(outcomes=outcomes)
+
+
+@transaction.atomic
+def checks_record(*, outcomes: Sequence[CheckOutcome]) -> int:
+    """Store check results once per slot, then move statuses and open or resolve incidents.
+
+    The endpoint rows are locked first (in id order, so batches cannot deadlock): a
+    duplicate delivery of the same batch waits, then finds its slots taken.
+    """
+    ids = sorted({outcome.endpoint_id for outcome in outcomes})
+    endpoints = Endpoint.objects.defer("target", "config").select_for_update().in_bulk(ids)
+    taken = set(
+        CheckResult.objects.filter(
+            endpoint_id__in=ids, scheduled_for__in={o.scheduled_for for o in outcomes}
+        ).values_list("endpoint_id", "scheduled_for")
+    )
+    fresh = [
+        o
+        for o in outcomes
+        if o.endpoint_id in endpoints and (o.endpoint_id, o.scheduled_for) not in taken
+    ]
+    fresh = list({(o.endpoint_id, o.scheduled_for): o for o in fresh}.values())
+    CheckResult.objects.bulk_create(
+        CheckResult(
+            endpoint_id=o.endpoint_id,
+            scheduled_for=o.scheduled_for,
+            checked_at=o.checked_at,
+            ok=o.result.ok,
+            response_time_ms=o.result.response_time_ms,
+            status_detail=o.result.status_detail,
+            error=o.result.error,
+        )
+        for o in fresh
+    )
+    _apply_outcomes(endpoints, fresh)
+    return len(fresh)
+
+
+def _apply_outcomes(endpoints: dict[UUID, Endpoint], outcomes: Sequence[CheckOutcome]) -> None:
+    ordered = sorted(outcomes, key=lambda o: (o.endpoint_id, o.checked_at))
+    changed = []
+    open_incidents = {
+        incident.endpoint_id: incident
+        for incident in Incident.objects.open().filter(endpoint_id__in=list(endpoints))
+    }
+    for endpoint_id, group in itertools.groupby(ordered, key=lambda o: o.endpoint_id):
+        endpoint = endpoints[endpoint_id]
+        applied = False
+        for outcome in group:
+            applied |= _apply_outcome(endpoint, outcome, open_incidents)
+        if applied:
+            changed.append(endpoint)
+    Endpoint.objects.bulk_update(changed, _STATE_FIELDS)
+
+
+_STATE_FIELDS = [
+    "status",
+    "last_checked_at",
+    "detected_type",
+    "streak_ok",
+    "streak_length",
+    "streak_started_at",
+    "streak_error",
+]
+
+
+def _apply_outcome(
+    endpoint: Endpoint, outcome: CheckOutcome, open_incidents: dict[UUID, Incident]
+) -> bool:
+    """Advance one endpoint's state by one result; False when the result is stale.
+
+    A paused endpoint keeps its status, and a result older than the latest one applied
+    (a late redelivery) is stored but moves nothing.
+    """
+    if not endpoint.enabled or (
+        endpoint.last_checked_at is not None and outcome.checked_at < endpoint.last_checked_at
+    ):
+        return False
+    result = outcome.result
+    if endpoint.streak_ok is result.ok:
+        endpoint.streak_length += 1
+    else:
+        endpoint.streak_ok, endpoint.streak_length = result.ok, 1
+        endpoint.streak_started_at = outcome.checked_at
+        endpoint.streak_error = result.error[:500]
+    endpoint.last_checked_at = outcome.checked_at
+    if result.detected_type:
+        endpoint.detected_type = result.detected_type
+    _open_or_resolve(endpoint, result.ok, open_incidents)
+    status = _status_after(endpoint, result, open_incidents)
+    _status_change(endpoint, status, outcome.checked_at, result.error or result.status_detail)
+    return True
+
+
+def _open_or_resolve(endpoint: Endpoint, ok: bool, open_incidents: dict[UUID, Incident]) -> None:
+    """Open an incident once failures are confirmed; resolve it once recovery is."""
+    incident = open_incidents.get(endpoint.pk)
+    since = endpoint.streak_started_at
+    assert since is not None  # noqa: S101 - set with the streak, just before
+    if not ok and incident is None and endpoint.streak_length >= endpoint.failure_threshold:
+        open_incidents[endpoint.pk] = Incident.objects.create(
+            endpoint=endpoint, started_at=since, cause=endpoint.streak_error
+        )
+    elif ok and incident is not None and endpoint.streak_length >= endpoint.recovery_threshold:
+        incident.resolved_at = since
+        incident.save(update_fields=["resolved_at"])
+        del open_incidents[endpoint.pk]
+
+
+def _status_after(
+    endpoint: Endpoint, result: ProbeResult, open_incidents: dict[UUID, Incident]
+) -> str:
+    if endpoint.pk in open_incidents:
+        return EndpointStatus.DOWN
+    if not result.ok:
+        return endpoint.status  # a failure not yet confirmed changes nothing
+    slow = endpoint.config_masked.get("degraded_threshold_ms")
+    if slow is not None and result.response_time_ms > slow:
+        return EndpointStatus.DEGRADED
+    return EndpointStatus.UP

@@ -3,11 +3,12 @@
 import json
 
 import pytest
+from django.utils import timezone
 
 from accounts.models import Invitation, Organization, Project, ProjectAccess, User
 from accounts.services import invitation_create
 from apikeys.models import ApiKey
-from monitoring.models import Endpoint
+from monitoring.models import CheckResult, Endpoint, Incident
 from tests.helpers import assert_problem
 from tests.routes import api_routes
 
@@ -18,7 +19,16 @@ def snapshot():
     """Every row of every tenant table (a key's last use is bookkeeping, not a change)."""
     rows = [
         list(model.objects.order_by("pk").values_list())
-        for model in (Organization, User, Project, ProjectAccess, Invitation, Endpoint)
+        for model in (
+            Organization,
+            User,
+            Project,
+            ProjectAccess,
+            Invitation,
+            Endpoint,
+            CheckResult,
+            Incident,
+        )
     ]
     key_fields = [f.name for f in ApiKey._meta.fields if f.name != "last_used_at"]
     return [*rows, list(ApiKey.objects.order_by("pk").values_list(*key_fields))]
@@ -32,12 +42,14 @@ def test_every_detail_route_answers_404_to_another_organization(
         inviter=cast.owner, email="pending@acme.test", role="member", projects=[]
     )
     make_key(cast.owner, "endpoint:read")
+    endpoint = make_endpoint(cast.project)
     target = {
         "user": cast.member.id,
         "project": cast.project.id,
         "invitation": invitation.id,
         "apikey": ApiKey.objects.get().id,
-        "endpoint": make_endpoint(cast.project).id,
+        "endpoint": endpoint.id,
+        "incident": Incident.objects.create(endpoint=endpoint, started_at=timezone.now()).id,
     }
     routes = [route for route in api_routes() if route.has_pk]
     assert len(routes) >= 10

@@ -186,7 +186,12 @@ def test_durations_accept_seconds_and_units():
 def test_every_setting_is_documented_in_the_readme_and_env_example():
     root = Path(__file__).resolve().parent.parent
     source = (root / "healthmon" / "settings.py").read_text()
-    names = set(re.findall(r"(?:env\.\w+|_duration|_bool|_fernet_keys)\(\s*\"([A-Z_]+)\"", source))
+    names = set(
+        re.findall(
+            r"(?:env\.\w+|_duration|_bool|_fernet_keys|_int_between|_networks)\(\s*\"([A-Z_]+)\"",
+            source,
+        )
+    )
     readme = (root / "README.md").read_text()
     example = (root / ".env.example").read_text()
 

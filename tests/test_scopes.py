@@ -2,9 +2,10 @@
 
 | Scope           | Allows                                                      |
 |-----------------|-------------------------------------------------------------|
-| endpoint:read   | GET /endpoints, /endpoints/{id}, /projects                  |
-| endpoint:create | POST /endpoints, PATCH/DELETE/pause/resume of endpoints     |
-| incident:read   | GET /incidents... (routes of the probe-engine issue)        |
+| endpoint:read   | GET /endpoints, /endpoints/{id}, /endpoints/{id}/checks,    |
+|                 | /projects                                                   |
+| endpoint:create | POST /endpoints, PATCH/DELETE/pause/resume/check-now        |
+| incident:read   | GET /incidents, /incidents/{id}                             |
 | analytics:read  | GET /analytics/... (routes of the analytics issue)          |
 | admin           | everything the creator's role allows                        |
 
@@ -14,16 +15,19 @@ Keys belong to an owner, so any refusal here is the scope's, never the role's.
 import json
 
 import pytest
+from django.utils import timezone
 
 from accounts.models import Project, Role, User
 from accounts.services import invitation_create
 from apikeys.models import ApiKey, Scope
 from apikeys.permissions import HasScope
+from monitoring.models import Incident
 from tests.routes import api_routes
 
 # The contract's table: basename -> (scope for reading, scope for writing); None: admin only.
 CONTRACT: dict[str, tuple[str | None, str | None]] = {
     "endpoint": (Scope.ENDPOINT_READ, Scope.ENDPOINT_CREATE),
+    "incident": (Scope.INCIDENT_READ, None),
     "project": (Scope.ENDPOINT_READ, None),
     "user": (None, None),
     "invitation": (None, None),
@@ -58,6 +62,9 @@ def fresh(cast, make_key, make_endpoint):
             return ApiKey.objects.order_by("-created_at").first().id
         if basename == "endpoint":
             return make_endpoint(cast.project, name=f"E{n}").id
+        if basename == "incident":
+            endpoint = make_endpoint(cast.project, name=f"I{n}")
+            return Incident.objects.create(endpoint=endpoint, started_at=timezone.now()).id
         raise AssertionError(f"add a target factory for {basename!r}")
 
     return make
@@ -121,6 +128,10 @@ def test_the_matrix_reads_as_the_contract_says():
     assert table[("/api/v1/endpoints", "POST")] == {"admin", "endpoint:create"}
     assert table[("/api/v1/endpoints/{pk}", "PATCH")] == {"admin", "endpoint:create"}
     assert table[("/api/v1/endpoints/{pk}", "DELETE")] == {"admin", "endpoint:create"}
+    assert table[("/api/v1/endpoints/{pk}/checks", "GET")] == {"admin", "endpoint:read"}
+    assert table[("/api/v1/endpoints/{pk}/check-now", "POST")] == {"admin", "endpoint:create"}
+    assert table[("/api/v1/incidents", "GET")] == {"admin", "incident:read"}
+    assert table[("/api/v1/incidents/{pk}", "GET")] == {"admin", "incident:read"}
     assert table[("/api/v1/projects", "GET")] == {"admin", "endpoint:read"}
     assert table[("/api/v1/projects", "POST")] == {"admin"}
     assert table[("/api/v1/users", "GET")] == {"admin"}

@@ -11,9 +11,12 @@ from accounts.api.serializers import NameField, VisibleProjectField
 from monitoring.config import CONFIG_SERIALIZERS, validate_config
 from monitoring.models import (
     MAX_INTERVAL_SECONDS,
+    MAX_THRESHOLD,
     MAX_TIMEOUT_SECONDS,
+    CheckResult,
     Endpoint,
     EndpointType,
+    Incident,
 )
 from monitoring.targets import (
     MASK,
@@ -81,6 +84,21 @@ class EndpointSerializer(serializers.ModelSerializer[Endpoint]):
         help_text="Seconds one check may take; below the interval. Default 10.",
     )
     config = ConfigField(required=False, help_text="Per-type options; defaults filled in.")
+    failure_threshold = serializers.IntegerField(
+        min_value=1,
+        max_value=MAX_THRESHOLD,
+        default=2,
+        help_text="Consecutive failed checks that open an incident (the endpoint goes down).",
+    )
+    recovery_threshold = serializers.IntegerField(
+        min_value=1,
+        max_value=MAX_THRESHOLD,
+        default=1,
+        help_text="Consecutive successful checks that resolve the incident.",
+    )
+    detected_type = serializers.CharField(
+        read_only=True, help_text="For `custom`: the protocol found at the target, once checked."
+    )
 
     class Meta:
         model = Endpoint
@@ -94,7 +112,10 @@ class EndpointSerializer(serializers.ModelSerializer[Endpoint]):
             "timeout_seconds",
             "config",
             "enabled",
+            "failure_threshold",
+            "recovery_threshold",
             "status",
+            "detected_type",
             "last_checked_at",
             "next_check_at",
             "created_at",
@@ -103,6 +124,7 @@ class EndpointSerializer(serializers.ModelSerializer[Endpoint]):
         read_only_fields = [
             "id",
             "status",
+            "detected_type",
             "last_checked_at",
             "next_check_at",
             "created_at",
@@ -124,7 +146,10 @@ class EndpointSerializer(serializers.ModelSerializer[Endpoint]):
             "timeout_seconds": instance.timeout_seconds,
             "config": instance.config_masked,
             "enabled": instance.enabled,
+            "failure_threshold": instance.failure_threshold,
+            "recovery_threshold": instance.recovery_threshold,
             "status": instance.status,
+            "detected_type": instance.detected_type,
             "last_checked_at": _timestamp(instance.last_checked_at),
             "next_check_at": _timestamp(instance.next_check_at),
             "created_at": _timestamp(instance.created_at),
@@ -207,3 +232,31 @@ def _timestamp(value: datetime | None) -> str | None:
         return None
     text = value.astimezone(UTC).isoformat()
     return text[:-6] + "Z" if text.endswith("+00:00") else text
+
+
+class CheckResultSerializer(serializers.ModelSerializer[CheckResult]):
+    """One stored check."""
+
+    class Meta:
+        model = CheckResult
+        fields = ["id", "checked_at", "ok", "response_time_ms", "status_detail", "error"]
+        read_only_fields = fields
+
+
+class IncidentSerializer(serializers.ModelSerializer[Incident]):
+    """A confirmed outage of an endpoint; `resolved_at` and `duration_seconds` are null
+    while it lasts."""
+
+    duration_seconds = serializers.FloatField(read_only=True, allow_null=True)
+
+    class Meta:
+        model = Incident
+        fields = ["id", "endpoint", "started_at", "resolved_at", "duration_seconds", "cause"]
+        read_only_fields = fields
+
+
+class CheckNowSerializer(serializers.Serializer[Any]):
+    """The answer to check-now: the slot queued."""
+
+    endpoint = serializers.UUIDField()
+    scheduled_for = serializers.DateTimeField()

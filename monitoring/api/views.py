@@ -1,23 +1,30 @@
-"""Endpoint API: create, list, read, change, pause, resume and delete monitored services."""
+"""Endpoint API: create, list, read, change, pause, resume and delete monitored services;
+their checks, check-now, and incidents."""
 
 from typing import Any
 
 from django.db import transaction
 from django.db.models import QuerySet
-from drf_spectacular.utils import extend_schema, extend_schema_view
-from rest_framework import permissions, viewsets
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
+from rest_framework import permissions, status, viewsets
 from rest_framework.decorators import action
+from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.serializers import BaseSerializer
 
-from accounts.access import access_endpoint
+from accounts.access import access_endpoint, access_incident
 from accounts.permissions import caller
 from apikeys.models import Scope
 from monitoring import services
-from monitoring.api.filters import EndpointFilter
-from monitoring.api.serializers import EndpointSerializer
-from monitoring.models import Endpoint
+from monitoring.api.filters import CheckFilter, EndpointFilter, IncidentFilter
+from monitoring.api.serializers import (
+    CheckNowSerializer,
+    CheckResultSerializer,
+    EndpointSerializer,
+    IncidentSerializer,
+)
+from monitoring.models import CheckResult, Endpoint, Incident
 
 
 @extend_schema(tags=["endpoints"])
@@ -84,3 +91,60 @@ class EndpointViewSet(viewsets.ModelViewSet):
         with transaction.atomic():
             endpoint = services.endpoint_set_enabled(endpoint=self.get_object(), enabled=True)
         return Response(self.get_serializer(endpoint).data)
+
+    @extend_schema(
+        summary="The endpoint's checks, newest first",
+        responses={200: CheckResultSerializer(many=True)},
+        parameters=[
+            OpenApiParameter("from", str, description="ISO 8601; checks at or after it."),
+            OpenApiParameter("to", str, description="ISO 8601; checks at or before it."),
+            OpenApiParameter("ok", bool, description="Only successful (true) or failed (false)."),
+        ],
+        filters=False,
+    )
+    @action(detail=True, methods=["get"], filterset_class=None)
+    def checks(self, request: Request, pk: str) -> Response:
+        """A page of stored checks, filtered by time range and outcome."""
+        endpoint = self.get_object()
+        checks = CheckResult.objects.filter(endpoint=endpoint).order_by("-checked_at", "-id")
+        selected = CheckFilter(request.query_params, queryset=checks)
+        if not selected.is_valid():
+            raise ValidationError(selected.errors)
+        page = self.paginate_queryset(selected.qs)
+        return self.get_paginated_response(CheckResultSerializer(page, many=True).data)
+
+    @extend_schema(
+        summary="Check the endpoint now",
+        request=None,
+        responses={202: CheckNowSerializer},
+    )
+    @action(detail=True, methods=["post"], url_path="check-now")
+    def check_now(self, request: Request, pk: str) -> Response:
+        """Queue an immediate check; it runs within seconds, its result joins the checks."""
+        with transaction.atomic():
+            slot = services.endpoint_check_now(endpoint=self.get_object())
+        body = CheckNowSerializer({"endpoint": pk, "scheduled_for": slot}).data
+        return Response(body, status=status.HTTP_202_ACCEPTED)
+
+
+@extend_schema(tags=["incidents"])
+@extend_schema_view(
+    list=extend_schema(summary="List incidents, newest first (filter by endpoint, project, state)"),
+    retrieve=extend_schema(summary="One incident"),
+)
+class IncidentViewSet(viewsets.ReadOnlyModelViewSet):
+    """Incidents of the endpoints the caller can see."""
+
+    read_scope = Scope.INCIDENT_READ
+    serializer_class = IncidentSerializer
+    filterset_class = IncidentFilter
+
+    def get_queryset(self) -> QuerySet[Incident]:
+        """Incidents in the caller's visible projects."""
+        if getattr(self, "swagger_fake_view", False):
+            return Incident.objects.none()
+        return Incident.objects.visible_to(caller(self.request))
+
+    def get_object(self) -> Incident:
+        """An incident the caller can see, else 404."""
+        return access_incident(caller(self.request), self.kwargs["pk"])

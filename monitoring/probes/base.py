@@ -1,0 +1,128 @@
+"""The probe interface: what a probe gets, what it returns, and the shared clients."""
+
+import asyncio
+import ssl
+from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any, Self, TypeVar
+
+import aiohttp
+from django.conf import settings
+
+from monitoring.probes.network import PolicyResolver, policy_socket_factory
+
+# Probes read at most this much of a response body: a hostile target cannot fill memory.
+MAX_BODY_BYTES = 1_048_576
+MAX_DETAIL_LENGTH = 200
+MAX_ERROR_LENGTH = 500
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class ProbeTask:
+    """One check to run: the endpoint's decrypted target and its validated config."""
+
+    type: str
+    target: str
+    config: dict[str, Any]
+    timeout: float
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a probe observed; an `error` makes it a failure."""
+
+    status_detail: str = ""
+    error: str = ""
+    detected_type: str = ""
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    """The result of one check, ready to store."""
+
+    ok: bool
+    response_time_ms: float
+    status_detail: str = ""
+    error: str = ""
+    detected_type: str = ""
+
+
+class ProbeFailed(Exception):
+    """A probe's verdict that the target is down, with a message fit to show users."""
+
+    def __init__(self, error: str, status_detail: str = "", detected_type: str = "") -> None:
+        super().__init__(error)
+        self.error = error
+        self.status_detail = status_detail
+        self.detected_type = detected_type
+
+
+def tls_context(verify: bool) -> ssl.SSLContext:
+    """A client TLS context; `verify=False` accepts any certificate (a user's choice)."""
+    context = ssl.create_default_context()
+    if not verify:
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    return context
+
+
+@dataclass
+class ProbeContext:
+    """Clients shared by the probes of one batch, on one event loop.
+
+    One aiohttp session serves every HTTP-based probe of the batch: its connector never
+    keeps a connection alive, so each check opens its own, as a user's client would.
+    """
+
+    _http: aiohttp.ClientSession | None = None
+    _threads: ThreadPoolExecutor | None = field(default=None)
+
+    @property
+    def http(self) -> aiohttp.ClientSession:
+        """The batch's HTTP session, created on first use."""
+        if self._http is None:
+            connector = aiohttp.TCPConnector(
+                resolver=PolicyResolver(),
+                socket_factory=policy_socket_factory,
+                force_close=True,
+                limit=0,
+                ttl_dns_cache=10,
+            )
+            self._http = aiohttp.ClientSession(
+                connector=connector,
+                trust_env=False,  # no proxy from the environment: probes go where they say
+                cookie_jar=aiohttp.DummyCookieJar(),
+                auto_decompress=True,
+                max_line_size=16_384,
+                max_field_size=16_384,
+            )
+        return self._http
+
+    async def in_thread(self, function: Callable[..., T], *args: Any) -> T:
+        """Run a blocking client (PyMySQL) off the event loop."""
+        if self._threads is None:
+            self._threads = ThreadPoolExecutor(
+                max_workers=settings.PROBE_THREADS, thread_name_prefix="probe"
+            )
+        return await asyncio.get_running_loop().run_in_executor(self._threads, function, *args)
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        if self._http is not None:
+            await self._http.close()
+        if self._threads is not None:
+            self._threads.shutdown(wait=False, cancel_futures=True)
+
+
+Probe = Callable[[ProbeTask, ProbeContext], Awaitable[Outcome]]

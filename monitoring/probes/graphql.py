@@ -1,0 +1,28 @@
+"""GraphQL: POST a health query; up on HTTP 200 with no `errors`."""
+
+import json
+
+from monitoring.probes.base import Outcome, ProbeContext, ProbeFailed, ProbeTask
+from monitoring.probes.http import read_body, request_options
+
+
+async def probe(task: ProbeTask, context: ProbeContext) -> Outcome:
+    """Send the query (`{ __typename }` by default) and read the errors list."""
+    query = task.config.get("query") or "{ __typename }"
+    options = request_options(task)
+    options["headers"] = {"Accept": "application/json", **options["headers"]}
+    async with context.http.post(task.target, json={"query": query}, **options) as response:
+        detail = f"HTTP {response.status}"
+        if response.status != 200:
+            raise ProbeFailed(f"unexpected status {response.status}", detail)
+        try:
+            document = json.loads(await read_body(response))
+        except ValueError as exc:
+            raise ProbeFailed("the response is not GraphQL JSON", detail) from exc
+        if not isinstance(document, dict) or not ("data" in document or "errors" in document):
+            raise ProbeFailed("the response is not GraphQL JSON", detail)
+        errors = document.get("errors")
+        if errors:
+            first = errors[0].get("message") if isinstance(errors[0], dict) else errors[0]
+            raise ProbeFailed(f"GraphQL error: {first}", detail)
+        return Outcome(detail)

@@ -1,0 +1,84 @@
+"""gRPC: the standard `grpc.health.v1.Health/Check`; up on SERVING."""
+
+import asyncio
+import ssl
+from typing import Any
+from urllib.parse import urlsplit
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from monitoring.probes.base import Outcome, ProbeContext, ProbeFailed, ProbeTask, tls_context
+from monitoring.probes.network import open_socket, resolve
+
+_CHANNEL_OPTIONS: list[tuple[str, Any]] = [
+    ("grpc.enable_http_proxy", 0),  # never through a proxy named in the environment
+    ("grpc.enable_retries", 0),
+    ("grpc.max_receive_message_length", 65_536),
+]
+
+
+def _address(family: int, sockaddr: Any) -> str:
+    host = sockaddr[0]
+    return f"[{host}]:{sockaddr[1]}" if ":" in host else f"{host}:{sockaddr[1]}"
+
+
+async def _server_certificate(host: str, port: int) -> bytes:
+    """The certificate the server presents, to trust it as is (`verify_tls` off)."""
+    sock = await open_socket(host, port)
+    _, writer = await asyncio.open_connection(
+        sock=sock, ssl=tls_context(verify=False), server_hostname=host
+    )
+    try:
+        der = writer.get_extra_info("ssl_object").getpeercert(binary_form=True)
+    finally:
+        writer.close()
+    return ssl.DER_cert_to_PEM_cert(der).encode()
+
+
+async def _channel(task: ProbeTask, host: str, port: int) -> grpc.aio.Channel:
+    family, sockaddr = (await resolve(host, port))[0]
+    address = _address(family, sockaddr)
+    options = [*_CHANNEL_OPTIONS, ("grpc.default_authority", f"{host}:{port}")]
+    if not (task.target.startswith("grpcs://") or task.config.get("tls")):
+        return grpc.aio.insecure_channel(address, options=options)
+    roots = None
+    if not task.config.get("verify_tls", True):
+        roots = await _server_certificate(host, port)
+    options.append(("grpc.ssl_target_name_override", host))
+    credentials = grpc.ssl_channel_credentials(root_certificates=roots)
+    return grpc.aio.secure_channel(address, credentials, options=options)
+
+
+async def probe(task: ProbeTask, context: ProbeContext) -> Outcome:
+    """Ask the health service about the configured service ('' is the whole server)."""
+    parts = urlsplit(task.target)
+    host, port = parts.hostname or "", parts.port or 443
+    service = task.config.get("service", "")
+    channel = await _channel(task, host, port)
+    async with channel:
+        stub = health_pb2_grpc.HealthStub(channel)
+        try:
+            reply = await stub.Check(
+                health_pb2.HealthCheckRequest(service=service), timeout=task.timeout
+            )
+        except grpc.aio.AioRpcError as exc:
+            raise ProbeFailed(_rpc_error(exc), exc.code().name) from exc
+    status = health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)
+    if reply.status != health_pb2.HealthCheckResponse.SERVING:
+        raise ProbeFailed("service not serving", status)
+    return Outcome(status)
+
+
+def _rpc_error(exc: grpc.aio.AioRpcError) -> str:
+    code = exc.code()
+    if code == grpc.StatusCode.NOT_FOUND:
+        return "service not found"
+    if code == grpc.StatusCode.UNIMPLEMENTED:
+        return "the server has no health service"
+    if code == grpc.StatusCode.DEADLINE_EXCEEDED:
+        return "timed out waiting for the health check"
+    details = exc.details() or ""
+    if code == grpc.StatusCode.UNAVAILABLE and "refused" in details.lower():
+        return "connection refused"
+    return f"gRPC {code.name}: {details[:200]}"

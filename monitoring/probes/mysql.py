@@ -1,0 +1,90 @@
+"""MySQL and MariaDB: connect and run SELECT 1.
+
+PyMySQL runs in a thread on a socket this module opened and checked against the network
+policy: no async MySQL driver accepts a socket it did not open itself.
+"""
+
+import socket
+import time
+from dataclasses import dataclass
+from urllib.parse import parse_qs, unquote, urlsplit
+
+import pymysql
+
+from monitoring.probes.base import Outcome, ProbeContext, ProbeFailed, ProbeTask
+from monitoring.probes.network import open_socket
+
+_TLS_MODES = {"required", "verify_ca", "verify_identity", "true", "1"}
+
+
+@dataclass(frozen=True)
+class _Login:
+    host: str
+    port: int
+    user: str
+    password: str
+    database: str | None
+    tls: bool
+
+
+def _login(target: str) -> _Login:
+    parts = urlsplit(target)
+    query = {k.lower(): v[-1] for k, v in parse_qs(parts.query).items()}
+    tls_option = (query.get("ssl_mode") or query.get("ssl") or "").lower()
+    password = query.get("password") or unquote(parts.password or "")
+    return _Login(
+        host=parts.hostname or "localhost",
+        port=parts.port or 3306,
+        user=unquote(parts.username or "root"),
+        password=password,
+        database=unquote(parts.path.lstrip("/")) or None,
+        tls=tls_option in _TLS_MODES,
+    )
+
+
+def _select_one(sock: socket.socket, login: _Login, verify_tls: bool, deadline: float) -> None:
+    sock.setblocking(True)
+    sock.settimeout(max(0.1, deadline - time.monotonic()))
+    tls = {"check_hostname": verify_tls, "verify_mode": 2 if verify_tls else 0}
+    connection = pymysql.Connection(
+        host=login.host,
+        port=login.port,
+        user=login.user,
+        password=login.password,
+        database=login.database,
+        ssl=tls if login.tls else None,
+        defer_connect=True,
+        connect_timeout=max(1, deadline - time.monotonic()),
+    )
+    try:
+        connection.connect(sock=sock)
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+            row = cursor.fetchone()
+    finally:
+        connection.close() if connection.open else sock.close()
+    if row != (1,):
+        raise ProbeFailed("SELECT 1 did not answer 1")
+
+
+async def probe(task: ProbeTask, context: ProbeContext) -> Outcome:
+    """Connect as the target's user and check that SELECT 1 answers 1."""
+    login = _login(task.target)
+    deadline = time.monotonic() + task.timeout
+    sock = await open_socket(login.host, login.port)
+    verify = bool(task.config.get("verify_tls", True))
+    try:
+        await context.in_thread(_select_one, sock, login, verify, deadline)
+    except pymysql.err.MySQLError as exc:
+        raise ProbeFailed(describe(exc)) from exc
+    return Outcome("SELECT 1")
+
+
+def describe(exc: pymysql.err.MySQLError) -> str:
+    """The server's error code and message, or the connection problem."""
+    if len(exc.args) >= 2 and isinstance(exc.args[0], int):
+        code, message = exc.args[0], str(exc.args[1])
+        if code in (1045, 1698):
+            return "access denied"
+        return f"MySQL error {code}: {message[:200]}"
+    return str(exc)[:200] or type(exc).__name__
