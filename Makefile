@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 PORT   ?= 8000
 
-.PHONY: run test lint format migrate superuser clean
+.PHONY: run worker beat test lint format migrate superuser clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -20,12 +20,22 @@ $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 	touch $(VENV)/.installed $@
 
 ## run: serve on http://127.0.0.1:$(PORT) with SQLite, an embedded Celery worker and beat.
+## Probes may reach private addresses here (your own services); production refuses them.
 run: $(VENV)/.installed
-	@export DEBUG=$${DEBUG:-true} WEB_BASE_URL=$${WEB_BASE_URL:-http://127.0.0.1:$(PORT)}; \
+	@export DEBUG=$${DEBUG:-true} WEB_BASE_URL=$${WEB_BASE_URL:-http://127.0.0.1:$(PORT)} \
+	    PROBE_ALLOW_PRIVATE_NETWORKS=$${PROBE_ALLOW_PRIVATE_NETWORKS:-true}; \
 	$(BIN)/python manage.py migrate --noinput && \
 	trap 'kill 0' INT TERM EXIT; \
 	$(BIN)/celery -A healthmon worker -B --pool=threads --concurrency=4 --loglevel=INFO & \
 	$(BIN)/python manage.py runserver 127.0.0.1:$(PORT)
+
+## worker: a Celery worker on CELERY_BROKER_URL (Redis in production); run as many as needed.
+worker: $(VENV)/.installed
+	$(BIN)/celery -A healthmon worker --loglevel=INFO
+
+## beat: the scheduler that runs the dispatcher every second; run exactly one.
+beat: $(VENV)/.installed
+	$(BIN)/celery -A healthmon beat --loglevel=INFO
 
 ## test: the whole suite (PostgreSQL when DATABASE_URL is set, SQLite otherwise).
 test: $(VENV)/.installed-dev

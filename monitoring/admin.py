@@ -1,4 +1,5 @@
-"""Django admin for endpoints: targets shown masked, never decrypted on a page."""
+"""Django admin for endpoints, checks and incidents: targets shown masked, never decrypted
+on a page; checks, incidents and status changes are history, read-only."""
 
 from typing import Any
 
@@ -6,7 +7,7 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from monitoring.models import Endpoint
+from monitoring.models import CheckResult, Endpoint, Incident, StatusChange
 from monitoring.services import endpoint_update, endpoints_set_enabled
 
 
@@ -37,7 +38,10 @@ class EndpointAdmin(admin.ModelAdmin):
         "interval_seconds",
         "timeout_seconds",
         "enabled",
+        "failure_threshold",
+        "recovery_threshold",
         "status",
+        "detected_type",
         "last_checked_at",
         "next_check_at",
         "created_at",
@@ -51,6 +55,7 @@ class EndpointAdmin(admin.ModelAdmin):
         "config_masked",
         "enabled",
         "status",
+        "detected_type",
         "last_checked_at",
         "next_check_at",
         "created_at",
@@ -83,3 +88,47 @@ class EndpointAdmin(admin.ModelAdmin):
         """Check them again, starting at once."""
         count = endpoints_set_enabled(endpoints=queryset, enabled=True)
         self.message_user(request, f"Resumed {count} endpoint(s).", messages.SUCCESS)
+
+
+class _HistoryAdmin(admin.ModelAdmin):
+    """Records written by the probe engine: browsable, never edited by hand."""
+
+    list_select_related = ["endpoint__project__organization"]
+    show_full_result_count = False  # COUNT(*) over millions of checks on every page: no
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        """Only the probe engine writes history."""
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        """History is read-only."""
+        return False
+
+
+@admin.register(CheckResult)
+class CheckResultAdmin(_HistoryAdmin):
+    list_display = ["checked_at", "endpoint", "ok", "response_time_ms", "status_detail", "error"]
+    list_filter = ["ok", "endpoint__type"]
+    search_fields = ["=endpoint__id", "endpoint__name"]
+    date_hierarchy = "checked_at"
+
+
+@admin.register(Incident)
+class IncidentAdmin(_HistoryAdmin):
+    list_display = ["endpoint", "started_at", "resolved_at", "duration", "cause"]
+    list_filter = [("resolved_at", admin.EmptyFieldListFilter), "endpoint__type"]
+    search_fields = ["=endpoint__id", "endpoint__name", "cause"]
+    date_hierarchy = "started_at"
+
+    @admin.display(description="Duration")
+    def duration(self, incident: Incident) -> str:
+        """How long it lasted, or that it still does."""
+        seconds = incident.duration_seconds
+        return "ongoing" if seconds is None else f"{seconds / 60:.1f} min"
+
+
+@admin.register(StatusChange)
+class StatusChangeAdmin(_HistoryAdmin):
+    list_display = ["changed_at", "endpoint", "from_status", "to_status", "reason"]
+    list_filter = ["to_status"]
+    search_fields = ["=endpoint__id", "endpoint__name"]

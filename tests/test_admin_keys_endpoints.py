@@ -80,7 +80,13 @@ def test_endpoint_pages_show_targets_masked(staff_client, records):
 def test_editing_an_endpoint_keeps_its_secrets_and_rules(staff_client, records):
     _, _, endpoint, _ = records
     url = reverse("admin:monitoring_endpoint_change", args=[endpoint.pk])
-    form = {"name": "Primary DB", "interval_seconds": 120, "timeout_seconds": 5}
+    form = {
+        "name": "Primary DB",
+        "interval_seconds": 120,
+        "timeout_seconds": 5,
+        "failure_threshold": 3,
+        "recovery_threshold": 1,
+    }
 
     assert staff_client.post(url, form).status_code == 302
     bad = staff_client.post(url, {**form, "timeout_seconds": 120})
