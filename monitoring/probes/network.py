@@ -55,8 +55,8 @@ def _is_public(address: IPAddress) -> bool:
         embedded = _embedded_ipv4(address)
         if embedded is not None:
             return _is_public(embedded)
-        if address.is_site_local:
-            return False
+        if address.is_site_local or address.is_reserved:
+            return False  # ::/8 holds the deprecated IPv4-compatible forms (::127.0.0.1)
     # is_global leaves out loopback, private, link-local, CGNAT, reserved, unspecified and
     # documentation ranges; multicast addresses can be "global", so they are refused apart.
     return address.is_global and not address.is_multicast and address not in _METADATA
@@ -132,6 +132,16 @@ class PolicyResolver(ThreadedResolver):
         if not allowed:
             raise AddressNotAllowed
         return allowed
+
+
+def numeric_host_allowed(host: str) -> bool | None:
+    """For a legacy numeric IPv4 host (`127.1`, `2130706433`, `0177.0.0.1`): whether its
+    address is allowed; None when the host is no such form."""
+    try:
+        packed = socket.inet_aton(host)
+    except OSError:
+        return None
+    return address_allowed(socket.inet_ntoa(packed))
 
 
 def refused_by_policy(exc: BaseException) -> bool:

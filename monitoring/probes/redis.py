@@ -44,8 +44,7 @@ def _connection(task: ProbeTask) -> PinnedConnection:
         verify_tls=bool(verify),
         socket_timeout=task.timeout,
         socket_connect_timeout=task.timeout,
-        lib_name=None,
-        lib_version=None,
+        driver_info=None,  # no CLIENT SETINFO: one PING is the whole exchange
         retry_on_error=[],
         **options,
     )

@@ -8,6 +8,8 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
+import aiohttp
+
 from monitoring.probes.base import (
     MAX_DETAIL_LENGTH,
     MAX_ERROR_LENGTH,
@@ -16,7 +18,7 @@ from monitoring.probes.base import (
     ProbeResult,
     ProbeTask,
 )
-from monitoring.probes.network import NOT_ALLOWED, refused_by_policy
+from monitoring.probes.network import NOT_ALLOWED, numeric_host_allowed, refused_by_policy
 from monitoring.probes.registry import get_probe
 from monitoring.targets import MASK, is_secret_name
 
@@ -53,6 +55,10 @@ def describe_error(exc: BaseException) -> str:
     """A short message for a client error, without the target's secrets."""
     if refused_by_policy(exc):
         return NOT_ALLOWED
+    if isinstance(exc, aiohttp.InvalidURL) and "canonical IPv4" in str(exc):
+        # aiohttp refuses `127.1` before resolving: the refusal names no address either way.
+        allowed = numeric_host_allowed(str(exc).split(" - ", 1)[0].strip())
+        return NOT_ALLOWED if allowed is False else "the URL's IPv4 address is not canonical"
     for error in _chain(exc):
         if isinstance(error, ConnectionRefusedError) or "refused" in str(error).lower():
             return "connection refused"
