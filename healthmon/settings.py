@@ -291,8 +291,9 @@ CELERY_BEAT_SCHEDULE = {
     },
 }
 if CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
-    # An unacknowledged batch (its worker died) goes back to the queue after this long.
-    CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, Any] = {"visibility_timeout": 300}
+    # An unacknowledged batch (its worker died) goes back to the queue after this long:
+    # longer than a batch may run (90 s), shorter than it lives before expiring (300 s).
+    CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, Any] = {"visibility_timeout": 120}
 if CELERY_BROKER_URL.startswith("filesystem://"):
     _broker_dir = VAR_DIR / "celery-broker"
     (_broker_dir / "processed").mkdir(parents=True, exist_ok=True)

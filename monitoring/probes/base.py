@@ -1,8 +1,9 @@
 """The probe interface: what a probe gets, what it returns, and the shared clients."""
 
 import asyncio
+import socket
 import ssl
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from types import TracebackType
@@ -11,7 +12,13 @@ from typing import Any, Self, TypeVar
 import aiohttp
 from django.conf import settings
 
-from monitoring.probes.network import PolicyResolver, policy_socket_factory
+from monitoring.probes.network import (
+    NOT_ALLOWED,
+    PolicyResolver,
+    numeric_host_allowed,
+    policy_socket_factory,
+    refused_by_policy,
+)
 
 # Probes read at most this much of a response body: a hostile target cannot fill memory.
 MAX_BODY_BYTES = 1_048_576
@@ -123,6 +130,56 @@ class ProbeContext:
             await self._http.close()
         if self._threads is not None:
             self._threads.shutdown(wait=False, cancel_futures=True)
+
+
+def describe_error(exc: BaseException) -> str:
+    """A short message for a client error, without the target's secrets."""
+    if refused_by_policy(exc):
+        return NOT_ALLOWED
+    if isinstance(exc, aiohttp.InvalidURL) and "canonical IPv4" in str(exc):
+        # aiohttp refuses `127.1` before resolving: the refusal names no address either way.
+        allowed = numeric_host_allowed(str(exc).split(" - ", 1)[0].strip())
+        return NOT_ALLOWED if allowed is False else "the URL's IPv4 address is not canonical"
+    for error in _chain(exc):
+        message = _known_cause(error)
+        if message:
+            return message
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _known_cause(error: BaseException) -> str:
+    if isinstance(error, aiohttp.ClientConnectorCertificateError):
+        error = error.certificate_error
+    if isinstance(error, ssl.SSLCertVerificationError):
+        return f"TLS certificate verification failed: {error.verify_message or 'untrusted'}"
+    if isinstance(error, ssl.SSLError):
+        return f"TLS error: {getattr(error, 'reason', None) or 'handshake failed'}"
+    if isinstance(error, aiohttp.ClientSSLError):
+        return "TLS error: handshake failed"
+    if isinstance(error, ConnectionRefusedError) or "refused" in str(error).lower():
+        return "connection refused"
+    if isinstance(error, socket.gaierror):
+        return "DNS lookup failed"
+    if isinstance(error, ConnectionResetError):
+        return "connection reset by the server"
+    return ""
+
+
+def _chain(exc: BaseException) -> Iterable[BaseException]:
+    """The error and the errors it wraps, outermost first."""
+    seen: set[int] = set()
+    pending: list[BaseException | None] = [exc]
+    while pending:
+        current = pending.pop(0)
+        if current is None or id(current) in seen:
+            continue
+        seen.add(id(current))
+        yield current
+        wrapped = getattr(current, "os_error", None)
+        if isinstance(wrapped, BaseException):
+            pending.append(wrapped)
+        pending += [current.__cause__, current.__context__]
 
 
 Probe = Callable[[ProbeTask, ProbeContext], Awaitable[Outcome]]

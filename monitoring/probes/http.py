@@ -27,7 +27,8 @@ def request_options(task: ProbeTask) -> dict[str, Any]:
         "headers": task.config.get("headers") or {},
         "ssl": bool(task.config.get("verify_tls", True)),
         "allow_redirects": task.config.get("follow_redirects", True),
-        "max_redirects": MAX_REDIRECTS,
+        # aiohttp raises on reaching max_redirects: this allows exactly MAX_REDIRECTS hops.
+        "max_redirects": MAX_REDIRECTS + 1,
     }
 
 

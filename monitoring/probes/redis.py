@@ -7,7 +7,14 @@ from typing import Any
 from redis import exceptions
 from redis.asyncio.connection import Connection, parse_url
 
-from monitoring.probes.base import Outcome, ProbeContext, ProbeFailed, ProbeTask, tls_context
+from monitoring.probes.base import (
+    Outcome,
+    ProbeContext,
+    ProbeFailed,
+    ProbeTask,
+    describe_error,
+    tls_context,
+)
 from monitoring.probes.network import open_socket
 
 
@@ -62,18 +69,9 @@ async def probe(task: ProbeTask, context: ProbeContext) -> Outcome:
     except exceptions.ResponseError as exc:
         raise ProbeFailed(f"unexpected reply: {str(exc)[:200]}") from exc
     except exceptions.ConnectionError as exc:
-        raise ProbeFailed(_connection_error(exc)) from exc
+        raise ProbeFailed(describe_error(exc)) from exc
     finally:
         await connection.disconnect()
     if reply not in (b"PONG", "PONG"):
         raise ProbeFailed("unexpected reply to PING", str(reply)[:50])
     return Outcome("PONG")
-
-
-def _connection_error(exc: exceptions.ConnectionError) -> str:
-    text = str(exc)
-    if "refused" in text.lower():
-        return "connection refused"
-    if "not allowed" in text:
-        return "target address not allowed"
-    return text.split(". ", 1)[-1][:200]

@@ -1,14 +1,10 @@
 """Running probes: one check with its timeout, a batch on one event loop."""
 
 import asyncio
-import socket
-import ssl
 import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
-
-import aiohttp
 
 from monitoring.probes.base import (
     MAX_DETAIL_LENGTH,
@@ -17,8 +13,8 @@ from monitoring.probes.base import (
     ProbeFailed,
     ProbeResult,
     ProbeTask,
+    describe_error,
 )
-from monitoring.probes.network import NOT_ALLOWED, numeric_host_allowed, refused_by_policy
 from monitoring.probes.registry import get_probe
 from monitoring.targets import MASK, is_secret_name
 
@@ -49,40 +45,6 @@ async def run_probe(task: ProbeTask, context: ProbeContext) -> ProbeResult:
         error=scrub(error, secrets)[:MAX_ERROR_LENGTH],
         detected_type=detected,
     )
-
-
-def describe_error(exc: BaseException) -> str:
-    """A short message for a client error, without the target's secrets."""
-    if refused_by_policy(exc):
-        return NOT_ALLOWED
-    if isinstance(exc, aiohttp.InvalidURL) and "canonical IPv4" in str(exc):
-        # aiohttp refuses `127.1` before resolving: the refusal names no address either way.
-        allowed = numeric_host_allowed(str(exc).split(" - ", 1)[0].strip())
-        return NOT_ALLOWED if allowed is False else "the URL's IPv4 address is not canonical"
-    for error in _chain(exc):
-        if isinstance(error, ConnectionRefusedError) or "refused" in str(error).lower():
-            return "connection refused"
-        if isinstance(error, socket.gaierror):
-            return "DNS lookup failed"
-        if isinstance(error, ssl.SSLCertVerificationError):
-            return f"TLS certificate verification failed: {error.verify_message}"
-        if isinstance(error, ssl.SSLError):
-            return f"TLS error: {error.reason or error}"
-        if isinstance(error, ConnectionResetError):
-            return "connection reset by the server"
-    text = " ".join(str(exc).split())
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
-
-def _chain(exc: BaseException) -> Iterable[BaseException]:
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        yield current
-        wrapped = getattr(current, "os_error", None)
-        current = wrapped if isinstance(wrapped, BaseException) else current.__cause__
-        current = current or None
 
 
 def secrets_of(task: ProbeTask) -> list[str]:
