@@ -235,7 +235,8 @@ def checks_record(*, outcomes: Sequence[CheckOutcome]) -> int:
     duplicate delivery of the same batch waits, then finds its slots taken.
     """
     ids = sorted({outcome.endpoint_id for outcome in outcomes})
-    endpoints = Endpoint.objects.defer("target", "config").select_for_update().in_bulk(ids)
+    locked = Endpoint.objects.defer("target", "config").select_for_update().order_by("pk")
+    endpoints = locked.in_bulk(ids)
     taken = set(
         CheckResult.objects.filter(
             endpoint_id__in=ids, scheduled_for__in={o.scheduled_for for o in outcomes}

@@ -134,18 +134,19 @@ async def _refine_http(url: str, task: ProbeTask, context: ProbeContext) -> tupl
 
 async def detect(task: ProbeTask, context: ProbeContext) -> tuple[str, str]:
     """The detected kind and the target to probe it with."""
-    if "://" in task.target:
-        scheme = task.target.split("://", 1)[0]
-        if scheme in _SCHEME_KINDS:
-            return _SCHEME_KINDS[scheme], task.target
-        return await _refine_http(task.target, task, context)
+    scheme = task.target.split("://", 1)[0] if "://" in task.target else ""
+    if scheme in _SCHEME_KINDS:
+        return _SCHEME_KINDS[scheme], task.target
     cached = _detected.get(task.target)
     if cached is not None and time.monotonic() - cached[2] < DETECTION_TTL:
         return cached[0], cached[1]
-    host, _, port = task.target.rpartition(":")
-    kind, url = await _sniff(host.strip("[]"), int(port))
-    if kind == "http":
-        kind, url = await _refine_http(url, task, context)
+    if scheme:
+        kind, url = await _refine_http(task.target, task, context)
+    else:
+        host, _, port = task.target.rpartition(":")
+        kind, url = await _sniff(host.strip("[]"), int(port))
+        if kind == "http":
+            kind, url = await _refine_http(url, task, context)
     _detected[task.target] = (kind, url, time.monotonic())
     return kind, url
 

@@ -46,6 +46,9 @@ def _connection(task: ProbeTask) -> PinnedConnection:
     verify = task.config.get("verify_tls", True) and options.get("ssl_cert_reqs") != "none"
     for name in ("connection_class", "ssl_cert_reqs"):
         options.pop(name, None)
+    # RESP2 unless the URL asks for 3: every server since Redis 1 speaks it, and a plain AUTH
+    # is refused by a server with no password where HELLO's AUTH would pass unnoticed.
+    options["protocol"] = int(options.get("protocol") or 2)
     return PinnedConnection(
         tls=tls,
         verify_tls=bool(verify),

@@ -1,0 +1,120 @@
+"""Local protocol peers for the probe tests (see `tests/monitoring/peers.py`).
+
+Stateless peers live for the session; those whose state a test changes (Elasticsearch's
+cluster status, gRPC serving statuses) are reset before each test that asks for them.
+"""
+
+from collections.abc import Iterator
+from typing import Protocol, TypeVar
+
+import pytest
+
+from tests.monitoring.peers import (
+    GRPC_NAMED_SERVICE,
+    ClosedPort,
+    ElasticsearchPeer,
+    GraphQLPeer,
+    GRPCHealthPeer,
+    HTTPPeer,
+    ReplyPeer,
+    StallPeer,
+    WebSocketPeer,
+    banner_peer,
+    redis_wrong_peer,
+    self_signed_context,
+)
+
+
+class _Stoppable(Protocol):
+    def stop(self) -> None: ...
+
+
+P = TypeVar("P", bound=_Stoppable)
+
+
+def _serve(peer: P) -> Iterator[P]:
+    try:
+        yield peer
+    finally:
+        peer.stop()
+
+
+@pytest.fixture(scope="session")
+def http_peer() -> Iterator[HTTPPeer]:
+    yield from _serve(HTTPPeer())
+
+
+@pytest.fixture(scope="session")
+def tls_peer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HTTPPeer]:
+    """The HTTP peer's routes over TLS with a self-signed certificate."""
+    context = self_signed_context(tmp_path_factory.mktemp("tls"))
+    yield from _serve(HTTPPeer(context))
+
+
+@pytest.fixture(scope="session")
+def stall_peer() -> Iterator[StallPeer]:
+    yield from _serve(StallPeer())
+
+
+@pytest.fixture(scope="session")
+def closed_port() -> Iterator[int]:
+    """A port on 127.0.0.1 where connecting is refused."""
+    port = ClosedPort()
+    try:
+        yield port.port
+    finally:
+        port.stop()
+
+
+@pytest.fixture(scope="session")
+def graphql_peer() -> Iterator[GraphQLPeer]:
+    yield from _serve(GraphQLPeer())
+
+
+@pytest.fixture(scope="session")
+def _elasticsearch_server() -> Iterator[ElasticsearchPeer]:
+    yield from _serve(ElasticsearchPeer())
+
+
+@pytest.fixture
+def elasticsearch_peer(_elasticsearch_server: ElasticsearchPeer) -> ElasticsearchPeer:
+    """The Elasticsearch stand-in, green at the start of the test."""
+    _elasticsearch_server.status = "green"
+    return _elasticsearch_server
+
+
+@pytest.fixture(scope="session")
+def _grpc_server() -> Iterator[GRPCHealthPeer]:
+    yield from _serve(GRPCHealthPeer())
+
+
+@pytest.fixture
+def grpc_peer(_grpc_server: GRPCHealthPeer) -> GRPCHealthPeer:
+    """The gRPC health server: the whole server ("") and `GRPC_NAMED_SERVICE` SERVING."""
+    _grpc_server.set("", "SERVING")
+    _grpc_server.set(GRPC_NAMED_SERVICE, "SERVING")
+    return _grpc_server
+
+
+@pytest.fixture(scope="session")
+def websocket_peer() -> Iterator[WebSocketPeer]:
+    """Echoes every message."""
+    yield from _serve(WebSocketPeer())
+
+
+@pytest.fixture(scope="session")
+def websocket_wrong_peer() -> Iterator[WebSocketPeer]:
+    """Answers every message with the same wrong text."""
+    yield from _serve(WebSocketPeer(reply="something else"))
+
+
+@pytest.fixture(scope="session")
+def redis_wrong() -> Iterator[ReplyPeer]:
+    """Answers every line with `-ERR nope`."""
+    yield from _serve(redis_wrong_peer())
+
+
+@pytest.fixture(scope="session")
+def banner() -> Iterator[ReplyPeer]:
+    """Speaks another protocol first (an SSH banner) and hangs up."""
+    yield from _serve(banner_peer())
