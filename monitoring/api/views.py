@@ -5,6 +5,7 @@ from typing import Any
 
 from django.db import transaction
 from django.db.models import QuerySet
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import permissions, status, viewsets
 from rest_framework.decorators import action
@@ -96,8 +97,12 @@ class EndpointViewSet(viewsets.ModelViewSet):
         summary="The endpoint's checks, newest first",
         responses={200: CheckResultSerializer(many=True)},
         parameters=[
-            OpenApiParameter("from", str, description="ISO 8601; checks at or after it."),
-            OpenApiParameter("to", str, description="ISO 8601; checks at or before it."),
+            OpenApiParameter(
+                "from", OpenApiTypes.DATETIME, description="ISO 8601; checks at or after it."
+            ),
+            OpenApiParameter(
+                "to", OpenApiTypes.DATETIME, description="ISO 8601; checks at or before it."
+            ),
             OpenApiParameter("ok", bool, description="Only successful (true) or failed (false)."),
         ],
         filters=False,
