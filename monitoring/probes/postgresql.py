@@ -10,13 +10,29 @@ from monitoring.probes.network import resolve
 
 # Options the probe sets itself: libpq must connect to the address the policy checked.
 _FIXED = ("host", "hostaddr", "port", "connect_timeout")
+# libpq fills every option left unset from the worker's own environment and files
+# (PGPASSWORD, ~/.pgpass, PGUSER or the OS user, ~/.postgresql/postgresql.crt, services):
+# the worker's credentials would go to a tenant's server. Every such option is set here.
+_NOWHERE = "/nonexistent/healthmon"
+_WORKER_DEFAULTS = {
+    "user": "postgres",
+    "password": "",
+    "passfile": _NOWHERE,
+    "sslcert": _NOWHERE,
+    "sslkey": _NOWHERE,
+    "sslmode": "prefer",
+    "options": "",
+    "gssencmode": "disable",
+}
 
 
 def connection_parameters(target: str, address: str, timeout: float) -> dict[str, str]:
-    """Separate connection fields for libpq, pinned to the checked `address`."""
-    params = {k: str(v) for k, v in conninfo.conninfo_to_dict(target).items() if k not in _FIXED}
+    """Separate connection fields for libpq, pinned to the checked `address`, with nothing
+    taken from the worker's environment."""
     parsed = conninfo.conninfo_to_dict(target)
+    params = {k: str(v) for k, v in parsed.items() if k not in _FIXED}
     return {
+        **_WORKER_DEFAULTS,
         **params,
         "host": str(parsed.get("host") or "localhost"),
         "hostaddr": address,

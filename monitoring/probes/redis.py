@@ -1,80 +1,97 @@
-"""Redis: PING, expecting PONG (AUTH and database from the URL, TLS for rediss://)."""
+"""Redis: AUTH and SELECT as the URL says, then PING, expecting PONG (`rediss://`: TLS).
 
-import socket
-from collections.abc import Mapping
-from typing import Any
+The exchange is three RESP commands, spoken here on a socket opened through the network
+policy, reading at most one short line per reply: a client library would read whatever
+bulk length the server announces (a hostile target could send 300 MB for a PING).
+"""
 
-from redis import exceptions
-from redis.asyncio.connection import Connection, parse_url
+import asyncio
+from dataclasses import dataclass
+from urllib.parse import parse_qs, unquote, urlsplit
 
-from monitoring.probes.base import (
-    Outcome,
-    ProbeContext,
-    ProbeFailed,
-    ProbeTask,
-    describe_error,
-    tls_context,
-)
+from monitoring.probes.base import Outcome, ProbeContext, ProbeFailed, ProbeTask, tls_context
 from monitoring.probes.network import open_socket
 
-
-class PinnedConnection(Connection):
-    """A redis-py connection over a socket opened through the network policy."""
-
-    def __init__(self, *, tls: bool, verify_tls: bool, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self._tls, self._verify_tls = tls, verify_tls
-        self._sock: socket.socket | None = None
-
-    async def _connect(self) -> None:
-        self._sock = await open_socket(self.host, self.port)
-        await super()._connect()
-
-    def _connection_arguments(self) -> Mapping[str, Any]:
-        if not self._tls:
-            return {"sock": self._sock}
-        return {
-            "sock": self._sock,
-            "ssl": tls_context(self._verify_tls),
-            "server_hostname": self.host,
-        }
+MAX_REPLY_LINE = 4096
 
 
-def _connection(task: ProbeTask) -> PinnedConnection:
-    options: dict[str, Any] = dict(parse_url(task.target))
-    tls = task.target.startswith("rediss://")
-    verify = task.config.get("verify_tls", True) and options.get("ssl_cert_reqs") != "none"
-    for name in ("connection_class", "ssl_cert_reqs"):
-        options.pop(name, None)
-    # RESP2 unless the URL asks for 3: every server since Redis 1 speaks it, and a plain AUTH
-    # is refused by a server with no password where HELLO's AUTH would pass unnoticed.
-    options["protocol"] = int(options.get("protocol") or 2)
-    return PinnedConnection(
-        tls=tls,
-        verify_tls=bool(verify),
-        socket_timeout=task.timeout,
-        socket_connect_timeout=task.timeout,
-        driver_info=None,  # no CLIENT SETINFO: one PING is the whole exchange
-        retry_on_error=[],
-        **options,
+@dataclass(frozen=True)
+class _Login:
+    host: str
+    port: int
+    username: str
+    password: str
+    database: int
+    tls: bool
+    verify_tls: bool
+
+
+def _login(task: ProbeTask) -> _Login:
+    parts = urlsplit(task.target)
+    query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
+    verify = bool(task.config.get("verify_tls", True)) and query.get("ssl_cert_reqs") != "none"
+    return _Login(
+        host=parts.hostname or "localhost",
+        port=parts.port or 6379,
+        username=unquote(parts.username or ""),
+        password=query.get("password") or unquote(parts.password or ""),
+        database=int(parts.path.strip("/") or 0),
+        tls=parts.scheme == "rediss",
+        verify_tls=verify,
     )
 
 
-async def probe(task: ProbeTask, context: ProbeContext) -> Outcome:
-    """Connect (AUTH, SELECT as the URL says) and PING."""
-    connection = _connection(task)
+def command(*words: str) -> bytes:
+    """A RESP array of bulk strings."""
+    encoded = [word.encode() for word in words]
+    return b"*%d\r\n" % len(encoded) + b"".join(
+        b"$%d\r\n%s\r\n" % (len(word), word) for word in encoded
+    )
+
+
+async def _reply(reader: asyncio.StreamReader) -> bytes:
+    """One reply line, without its CRLF; a longer line is not a reply to these commands."""
     try:
-        await connection.connect()
-        await connection.send_command("PING")
-        reply = await connection.read_response()
-    except exceptions.AuthenticationError as exc:
-        raise ProbeFailed("authentication failed") from exc
-    except exceptions.ResponseError as exc:
-        raise ProbeFailed(f"unexpected reply: {str(exc)[:200]}") from exc
-    except exceptions.ConnectionError as exc:
-        raise ProbeFailed(describe_error(exc)) from exc
+        line = await reader.readuntil(b"\r\n")
+    except asyncio.LimitOverrunError as exc:
+        raise ProbeFailed("unexpected reply: too long") from exc
+    except asyncio.IncompleteReadError as exc:
+        raise ProbeFailed("the server closed the connection") from exc
+    return line[:-2]
+
+
+async def _expect(reader: asyncio.StreamReader, wanted: bytes, failure: str) -> None:
+    reply = await _reply(reader)
+    if reply.startswith(b"-"):
+        text = reply[1:].decode(errors="replace")[:200]
+        raise ProbeFailed(f"{failure}: {text}" if failure else f"unexpected reply: {text}")
+    if reply != wanted:
+        detail = reply.decode(errors="replace")[:50]
+        raise ProbeFailed("unexpected reply to PING" if wanted == b"+PONG" else failure, detail)
+
+
+async def probe(task: ProbeTask, context: ProbeContext) -> Outcome:
+    """Connect, AUTH (when the URL has a password), SELECT (when not db 0), PING."""
+    login = _login(task)
+    sock = await open_socket(login.host, login.port)
+    reader, writer = await asyncio.open_connection(
+        sock=sock,
+        ssl=tls_context(login.verify_tls) if login.tls else None,
+        server_hostname=login.host if login.tls else None,
+        limit=MAX_REPLY_LINE,
+    )
+    try:
+        steps: list[tuple[bytes, bytes, str]] = []
+        if login.password:
+            auth = [login.username, login.password] if login.username else [login.password]
+            steps.append((command("AUTH", *auth), b"+OK", "authentication failed"))
+        if login.database:
+            steps.append((command("SELECT", str(login.database)), b"+OK", "SELECT failed"))
+        steps.append((command("PING"), b"+PONG", ""))
+        writer.write(b"".join(step for step, _, _ in steps))  # pipelined: one round trip
+        await writer.drain()
+        for _, wanted, failure in steps:
+            await _expect(reader, wanted, failure)
     finally:
-        await connection.disconnect()
-    if reply not in (b"PONG", "PONG"):
-        raise ProbeFailed("unexpected reply to PING", str(reply)[:50])
+        writer.close()
     return Outcome("PONG")

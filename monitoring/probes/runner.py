@@ -3,6 +3,7 @@
 import asyncio
 import time
 from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
@@ -78,12 +79,24 @@ def scrub(text: str, secrets: Sequence[str]) -> str:
 
 
 async def run_batch(tasks: Sequence[ProbeTask], concurrency: int) -> list[ProbeResult]:
-    """Run checks concurrently on this event loop, at most `concurrency` at a time."""
+    """Run checks concurrently on this event loop, at most `concurrency` at a time.
+
+    DNS lookups run in the loop's default executor: it gets a thread per running check, so
+    a few targets whose DNS hangs cannot hold up the lookups of all the others. Threads
+    still blocked in a lookup when the batch ends are left to finish on their own.
+    """
+    loop = asyncio.get_running_loop()
+    lookups = ThreadPoolExecutor(max_workers=min(concurrency, 512), thread_name_prefix="dns")
+    loop.set_default_executor(lookups)
     limit = asyncio.Semaphore(concurrency)
-    async with ProbeContext() as context:
+    try:
+        async with ProbeContext() as context:
 
-        async def one(task: ProbeTask) -> ProbeResult:
-            async with limit:
-                return await run_probe(task, context)
+            async def one(task: ProbeTask) -> ProbeResult:
+                async with limit:
+                    return await run_probe(task, context)
 
-        return list(await asyncio.gather(*(one(task) for task in tasks)))
+            return list(await asyncio.gather(*(one(task) for task in tasks)))
+    finally:
+        lookups.shutdown(wait=False, cancel_futures=True)
+        loop.set_default_executor(ThreadPoolExecutor(max_workers=1))  # closes at once
