@@ -122,6 +122,11 @@ DATABASES["default"]["ATOMIC_REQUESTS"] = False
 # the health check drops a connection the server closed meanwhile.
 DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=60)
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # `make run` has the web server and worker threads writing at once: take the write
+    # lock when a transaction starts, and wait for it, instead of failing "database is
+    # locked" when a read transaction tries to become a write.
+    DATABASES["default"]["OPTIONS"] = {"transaction_mode": "IMMEDIATE", "timeout": 20}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 CACHES = {"default": env.cache("CACHE_URL", default="locmemcache://")}

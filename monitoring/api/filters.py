@@ -1,9 +1,12 @@
 """Query filters of the endpoint list."""
 
+from datetime import UTC
 from typing import Any
 
+from django import forms
 from django.http import HttpRequest
 from django_filters import rest_framework as filters
+from django_filters.fields import IsoDateTimeField
 
 from accounts.models import Project
 from monitoring.models import CheckResult, Endpoint, EndpointStatus, EndpointType, Incident
@@ -36,6 +39,24 @@ class EndpointFilter(filters.FilterSet):
         fields = ["project", "type", "status", "enabled"]
 
 
+class UTCDateTimeField(IsoDateTimeField):
+    """An ISO 8601 time, converted to UTC: PostgreSQL refuses offsets past ±15:59."""
+
+    def clean(self, value: Any) -> Any:
+        """Parse, then move to UTC; a time that leaves the calendar is a 400."""
+        parsed = super().clean(value)
+        if parsed is None:
+            return None
+        try:
+            return parsed.astimezone(UTC)
+        except OverflowError as exc:
+            raise forms.ValidationError("Out of range.") from exc
+
+
+class UTCDateTimeFilter(filters.IsoDateTimeFilter):
+    field_class = UTCDateTimeField
+
+
 class _TimeRangeFilter(filters.FilterSet):
     """`from` before `to`, or a 400."""
 
@@ -53,10 +74,10 @@ class _TimeRangeFilter(filters.FilterSet):
 class CheckFilter(_TimeRangeFilter):
     """`?from=&to=` (ISO 8601, inclusive) and `?ok=true|false`."""
 
-    start = filters.IsoDateTimeFilter(
+    start = UTCDateTimeFilter(
         field_name="checked_at", lookup_expr="gte", label="from", help_text="ISO 8601 time."
     )
-    end = filters.IsoDateTimeFilter(
+    end = UTCDateTimeFilter(
         field_name="checked_at", lookup_expr="lte", label="to", help_text="ISO 8601 time."
     )
     ok = filters.TypedChoiceFilter(

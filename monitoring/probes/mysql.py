@@ -4,6 +4,8 @@ PyMySQL runs in a thread on a socket this module opened and checked against the 
 policy: no async MySQL driver accepts a socket it did not open itself.
 """
 
+import asyncio
+import contextlib
 import socket
 import time
 from dataclasses import dataclass
@@ -77,6 +79,12 @@ async def probe(task: ProbeTask, context: ProbeContext) -> Outcome:
         await context.in_thread(_select_one, sock, login, verify, deadline)
     except pymysql.err.MySQLError as exc:
         raise ProbeFailed(describe(exc)) from exc
+    except asyncio.CancelledError:
+        # The check timed out: wake the thread blocked on this socket, so that it ends now
+        # instead of holding a thread per slow server for as long as the server likes.
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)
+        raise
     return Outcome("SELECT 1")
 
 

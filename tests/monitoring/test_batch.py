@@ -2,6 +2,7 @@
 
 import asyncio
 import socket
+import threading
 import time
 
 import pytest
@@ -108,3 +109,32 @@ def test_the_postgresql_probe_never_offers_the_workers_own_credentials(monkeypat
     assert b"worker-db-secret" not in b"".join(seen)
     assert b"user\x00postgres\x00" in seen[0]
     assert b"worker" not in seen[0]
+
+
+def test_a_mysql_server_dripping_bytes_frees_its_thread_at_the_timeout():
+    server = socket.create_server(("127.0.0.1", 0))
+    port = server.getsockname()[1]
+
+    def drip():  # in its own thread: it outlives the probe's event loop
+        connection, _ = server.accept()
+        with connection, server:
+            connection.sendall(b"\xff\x00\x00\x00")  # a 255-byte greeting, a byte at a time
+            for _ in range(40):
+                try:
+                    connection.sendall(b"\x0a")
+                except OSError:
+                    return
+                time.sleep(0.1)
+
+    dripping = threading.Thread(target=drip)
+    dripping.start()
+    task = ProbeTask("mysql", f"mysql://root@127.0.0.1:{port}/", validate_config("mysql", {}), 1.0)
+
+    [result] = asyncio.run(run_batch([task], concurrency=1))
+    deadline = time.monotonic() + 1
+    while any(t.name.startswith("probe") for t in threading.enumerate()):
+        assert time.monotonic() < deadline, "the MySQL probe's thread is still blocked"
+        time.sleep(0.05)
+    dripping.join()
+
+    assert result.error == "timed out after 1 s"

@@ -44,6 +44,19 @@ def test_checks_are_listed_newest_first_with_the_contracts_fields(api, cast, end
     assert page["results"][1]["error"] == "boom"
 
 
+def test_check_times_with_any_valid_offset_are_read_in_utc(api, cast, endpoint):
+    history(endpoint, True, True, True)
+    url = f"/api/v1/endpoints/{endpoint.id}/checks"
+
+    # 12:01 UTC written with offsets PostgreSQL itself would refuse (beyond ±15:59)
+    late = api.as_user(cast.owner).get(url, {"from": "2030-01-02T11:59:00+23:58"})
+    early = api.get(url, {"to": "2030-01-01T00:01:00-11:59:59"})
+
+    assert late.status_code == 200
+    assert [c["checked_at"][11:16] for c in late.json()["results"]] == ["12:02", "12:01"]
+    assert [c["checked_at"][11:16] for c in early.json()["results"]] == ["12:00"]
+
+
 def test_checks_filter_by_time_range_and_outcome(api, cast, endpoint):
     history(endpoint, True, False, True, False, True)
     url = f"/api/v1/endpoints/{endpoint.id}/checks"
@@ -67,6 +80,7 @@ def test_checks_filter_by_time_range_and_outcome(api, cast, endpoint):
         ({"to": "2030-13-01T00:00:00Z"}, "to"),
         ({"ok": "maybe"}, "ok"),
         ({"from": "2030-01-02T00:00:00Z", "to": "2030-01-01T00:00:00Z"}, "to"),
+        ({"from": "0001-01-01T00:00:00+23:59"}, "from"),
     ],
 )
 def test_bad_check_filters_are_a_400_naming_the_parameter(api, cast, endpoint, query, field):
