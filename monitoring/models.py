@@ -113,6 +113,9 @@ class Endpoint(models.Model):
     detected_type = models.CharField(
         max_length=16, choices=EndpointType.choices, blank=True, editable=False
     )
+    # When what is watched last changed (created, retargeted, reconfigured, paused or
+    # resumed): results of checks scheduled before it are stored but move nothing.
+    watch_started_at = models.DateTimeField(null=True, editable=False)
     last_checked_at = models.DateTimeField(null=True, blank=True)
     next_check_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now, editable=False)

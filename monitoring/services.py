@@ -4,7 +4,7 @@ and what checks write: results, status, incidents."""
 import asyncio
 import itertools
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -63,6 +63,7 @@ def endpoint_create(
         enabled=enabled,
         status=EndpointStatus.PENDING if enabled else EndpointStatus.PAUSED,
         next_check_at=now if enabled else None,
+        watch_started_at=now,
         created_at=now,
         updated_at=now,
         **fields,
@@ -85,8 +86,8 @@ def endpoint_update(*, endpoint: Endpoint, **changes: Any) -> Endpoint:
     retargeted = any(
         name in changes and changes[name] != getattr(endpoint, name) for name in ("target", "type")
     )
-    for field, value in changes.items():
-        setattr(endpoint, field, value)
+    for name, value in changes.items():
+        setattr(endpoint, name, value)
     fields = set(changes) | {"updated_at"}
     now = timezone.now()
     endpoint.updated_at = now
@@ -96,8 +97,14 @@ def endpoint_update(*, endpoint: Endpoint, **changes: Any) -> Endpoint:
     if "config" in changes:
         endpoint.config_masked = mask_config(endpoint.config)
         fields.add("config_masked")
+    if toggled or retargeted or "config" in changes:
+        # Results of checks started before now describe what is no longer watched.
+        endpoint.watch_started_at = now
+        fields.add("watch_started_at")
     if toggled or retargeted:
-        _status_change(endpoint, _resting_status(endpoint.enabled), now, "endpoint changed")
+        change = _status_change(endpoint, _resting_status(endpoint.enabled), now, "changed")
+        if change is not None:
+            change.save(force_insert=True)
         _close_incidents([endpoint.pk], now)
         for name, value in {**_FRESH_STREAK, "detected_type": ""}.items():
             setattr(endpoint, name, value)
@@ -116,17 +123,21 @@ def _resting_status(enabled: bool) -> str:
     return EndpointStatus.PENDING if enabled else EndpointStatus.PAUSED
 
 
-def _status_change(endpoint: Endpoint, status: str, at: datetime, reason: str) -> None:
-    """Move an endpoint to a status and record the move (the caller saves the endpoint)."""
-    if endpoint.status != status:
-        StatusChange.objects.create(
-            endpoint=endpoint,
-            changed_at=at,
-            from_status=endpoint.status,
-            to_status=status,
-            reason=reason[:500],
-        )
-        endpoint.status = status
+def _status_change(
+    endpoint: Endpoint, status: str, at: datetime, reason: str
+) -> StatusChange | None:
+    """Move an endpoint to a status; the record of the move, unsaved (None: no move)."""
+    if endpoint.status == status:
+        return None
+    change = StatusChange(
+        endpoint=endpoint,
+        changed_at=at,
+        from_status=endpoint.status,
+        to_status=status,
+        reason=reason[:500],
+    )
+    endpoint.status = status
+    return change
 
 
 def _close_incidents(endpoint_ids: Iterable[UUID], at: datetime) -> None:
@@ -142,6 +153,7 @@ def endpoints_set_enabled(*, endpoints: QuerySet[Endpoint], enabled: bool) -> in
     rows = list(
         endpoints.filter(enabled=not enabled)
         .select_for_update(of=("self",))
+        .order_by("pk")  # the order checks_record locks in: no deadlock between them
         .values_list("id", "status")
     )
     status = _resting_status(enabled)
@@ -162,6 +174,7 @@ def endpoints_set_enabled(*, endpoints: QuerySet[Endpoint], enabled: bool) -> in
         enabled=enabled,
         status=status,
         next_check_at=now if enabled else None,
+        watch_started_at=now,
         updated_at=now,
         detected_type="",
         **_FRESH_STREAK,
@@ -264,21 +277,41 @@ def checks_record(*, outcomes: Sequence[CheckOutcome]) -> int:
     return len(fresh)
 
 
+@dataclass
+class _Ledger:
+    """What a batch's results change, gathered so that a batch writes it in a few
+    statements however many endpoints go down or recover at once."""
+
+    open_incidents: dict[UUID, Incident]
+    opened: list[Incident] = field(default_factory=list)
+    resolved: list[Incident] = field(default_factory=list)
+    changes: list[StatusChange] = field(default_factory=list)
+
+    def write(self, endpoints: list[Endpoint]) -> None:
+        """Save the endpoints' new state and every row the results created or closed."""
+        Endpoint.objects.bulk_update(endpoints, _STATE_FIELDS)
+        Incident.objects.bulk_create(self.opened)
+        Incident.objects.bulk_update(self.resolved, ["resolved_at"])
+        StatusChange.objects.bulk_create(self.changes)
+
+
 def _apply_outcomes(endpoints: dict[UUID, Endpoint], outcomes: Sequence[CheckOutcome]) -> None:
     ordered = sorted(outcomes, key=lambda o: (o.endpoint_id, o.checked_at))
     changed = []
-    open_incidents = {
-        incident.endpoint_id: incident
-        for incident in Incident.objects.open().filter(endpoint_id__in=list(endpoints))
-    }
+    ledger = _Ledger(
+        {
+            incident.endpoint_id: incident
+            for incident in Incident.objects.open().filter(endpoint_id__in=list(endpoints))
+        }
+    )
     for endpoint_id, group in itertools.groupby(ordered, key=lambda o: o.endpoint_id):
         endpoint = endpoints[endpoint_id]
         applied = False
         for outcome in group:
-            applied |= _apply_outcome(endpoint, outcome, open_incidents)
+            applied |= _apply_outcome(endpoint, outcome, ledger)
         if applied:
             changed.append(endpoint)
-    Endpoint.objects.bulk_update(changed, _STATE_FIELDS)
+    ledger.write(changed)
 
 
 _STATE_FIELDS = [
@@ -292,17 +325,23 @@ _STATE_FIELDS = [
 ]
 
 
-def _apply_outcome(
-    endpoint: Endpoint, outcome: CheckOutcome, open_incidents: dict[UUID, Incident]
-) -> bool:
-    """Advance one endpoint's state by one result; False when the result is stale.
+def _is_stale(endpoint: Endpoint, outcome: CheckOutcome) -> bool:
+    """A result that must not move the endpoint: it is paused, the check began before the
+    endpoint was last changed, resumed or retargeted, or a later result is applied."""
+    return (
+        not endpoint.enabled
+        or (
+            endpoint.watch_started_at is not None
+            and outcome.scheduled_for < endpoint.watch_started_at
+        )
+        or (endpoint.last_checked_at is not None and outcome.checked_at < endpoint.last_checked_at)
+    )
 
-    A paused endpoint keeps its status, and a result older than the latest one applied
-    (a late redelivery) is stored but moves nothing.
-    """
-    if not endpoint.enabled or (
-        endpoint.last_checked_at is not None and outcome.checked_at < endpoint.last_checked_at
-    ):
+
+def _apply_outcome(endpoint: Endpoint, outcome: CheckOutcome, ledger: _Ledger) -> bool:
+    """Advance one endpoint's state by one result; False when the result is stale (it is
+    stored all the same)."""
+    if _is_stale(endpoint, outcome):
         return False
     result = outcome.result
     if endpoint.streak_ok is result.ok:
@@ -314,25 +353,28 @@ def _apply_outcome(
     endpoint.last_checked_at = outcome.checked_at
     if result.detected_type:
         endpoint.detected_type = result.detected_type
-    _open_or_resolve(endpoint, result.ok, open_incidents)
-    status = _status_after(endpoint, result, open_incidents)
-    _status_change(endpoint, status, outcome.checked_at, result.error or result.status_detail)
+    _open_or_resolve(endpoint, result.ok, ledger)
+    status = _status_after(endpoint, result, ledger.open_incidents)
+    reason = result.error or result.status_detail
+    change = _status_change(endpoint, status, outcome.checked_at, reason)
+    if change is not None:
+        ledger.changes.append(change)
     return True
 
 
-def _open_or_resolve(endpoint: Endpoint, ok: bool, open_incidents: dict[UUID, Incident]) -> None:
+def _open_or_resolve(endpoint: Endpoint, ok: bool, ledger: _Ledger) -> None:
     """Open an incident once failures are confirmed; resolve it once recovery is."""
-    incident = open_incidents.get(endpoint.pk)
+    incident = ledger.open_incidents.get(endpoint.pk)
     since = endpoint.streak_started_at
     assert since is not None  # noqa: S101 - set with the streak, just before
     if not ok and incident is None and endpoint.streak_length >= endpoint.failure_threshold:
-        open_incidents[endpoint.pk] = Incident.objects.create(
-            endpoint=endpoint, started_at=since, cause=endpoint.streak_error
-        )
+        incident = Incident(endpoint=endpoint, started_at=since, cause=endpoint.streak_error)
+        ledger.open_incidents[endpoint.pk] = incident
+        ledger.opened.append(incident)
     elif ok and incident is not None and endpoint.streak_length >= endpoint.recovery_threshold:
         incident.resolved_at = since
-        incident.save(update_fields=["resolved_at"])
-        del open_incidents[endpoint.pk]
+        ledger.resolved.append(incident)
+        del ledger.open_incidents[endpoint.pk]
 
 
 def _status_after(

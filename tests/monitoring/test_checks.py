@@ -189,3 +189,55 @@ def test_status_detail_and_error_of_a_check_are_what_the_probe_said(endpoint):
 
     check = CheckResult.objects.get()
     assert (check.ok, check.error) == (False, "TLS certificate verification failed: expired")
+
+
+def test_a_check_begun_before_a_retarget_moves_nothing(api, cast, make_endpoint):
+    endpoint = make_endpoint(cast.project, failure_threshold=1)
+    record(outcome(endpoint, 0))
+    in_flight = CheckOutcome(
+        endpoint.pk,
+        datetime.now(UTC) - timedelta(seconds=5),  # claimed before the change below
+        T0 + timedelta(minutes=5),
+        ProbeResult(ok=False, response_time_ms=3.0, error="connection refused"),
+    )
+
+    api.as_user(cast.owner).patch(
+        f"/api/v1/endpoints/{endpoint.id}", {"target": "https://example.org/"}, format="json"
+    )
+    record(in_flight)
+
+    endpoint.refresh_from_db()
+    assert endpoint.status == EndpointStatus.PENDING
+    assert not Incident.objects.exists()
+    assert CheckResult.objects.count() == 2  # stored all the same
+
+
+def test_a_check_begun_before_a_pause_and_resume_does_not_count_as_the_first_new_one(
+    api, cast, endpoint
+):
+    in_flight = CheckOutcome(
+        endpoint.pk,
+        datetime.now(UTC) - timedelta(seconds=5),
+        T0,
+        ProbeResult(ok=True, response_time_ms=3.0, status_detail="HTTP 200"),
+    )
+    api.as_user(cast.owner).post(f"/api/v1/endpoints/{endpoint.id}/pause")
+    api.post(f"/api/v1/endpoints/{endpoint.id}/resume")
+
+    record(in_flight)
+
+    endpoint.refresh_from_db()
+    assert endpoint.status == EndpointStatus.PENDING
+
+
+def test_a_batch_of_endpoints_going_down_writes_in_a_bounded_number_of_queries(
+    cast, make_endpoint, django_assert_max_num_queries
+):
+    endpoints = [make_endpoint(cast.project, name=f"E{n}", failure_threshold=1) for n in range(40)]
+    record(*(outcome(e, 0) for e in endpoints))
+
+    with django_assert_max_num_queries(12):
+        record(*(outcome(e, 1, ok=False) for e in endpoints))
+
+    assert Incident.objects.open().count() == 40
+    assert StatusChange.objects.filter(to_status="down").count() == 40
