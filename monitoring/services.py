@@ -10,10 +10,11 @@ from typing import Any
 from uuid import UUID
 
 from django.conf import settings
+from django.core.cache import cache
 from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
-from rest_framework import serializers
+from rest_framework import exceptions, serializers
 
 from accounts.models import Project
 from monitoring.models import (
@@ -26,6 +27,7 @@ from monitoring.models import (
 from monitoring.probes import ProbeResult, ProbeTask, run_batch
 from monitoring.targets import mask_config, mask_target
 
+CHECK_NOW_COOLDOWN_SECONDS = 5
 # An endpoint whose run of results starts over: a new target, a pause, a resume.
 _FRESH_STREAK: dict[str, Any] = {
     "streak_ok": None,
@@ -197,6 +199,10 @@ def endpoint_check_now(*, endpoint: Endpoint) -> datetime:
         raise serializers.ValidationError(
             {"enabled": ["The endpoint is paused: resume it to check it."]}
         )
+    # One immediate check per endpoint at a time: check-now must not turn the service
+    # into a traffic generator pointed at someone's server.
+    if not cache.add(f"check-now:{endpoint.pk}", 1, timeout=CHECK_NOW_COOLDOWN_SECONDS):
+        raise exceptions.Throttled(wait=CHECK_NOW_COOLDOWN_SECONDS)
     slot = timezone.now()
     items = [[str(endpoint.pk), slot.isoformat()]]
     transaction.on_commit(lambda: send_batch(items))

@@ -119,7 +119,7 @@ class EndpointViewSet(viewsets.ModelViewSet):
         return self.get_paginated_response(CheckResultSerializer(page, many=True).data)
 
     @extend_schema(
-        summary="Check the endpoint now",
+        summary="Check the endpoint now (at most once per 5 seconds per endpoint)",
         request=None,
         responses={202: CheckNowSerializer},
     )

@@ -127,6 +127,23 @@ def test_check_now_runs_a_check_within_the_request_cycle(
     assert endpoint.status == EndpointStatus.UP
 
 
+def test_check_now_twice_in_a_row_is_throttled(api, cast, make_endpoint, http_peer, settings):
+    settings.PROBE_ALLOW_PRIVATE_NETWORKS = True
+    endpoint = make_endpoint(cast.project, target=http_peer.url("/health"))
+    other = make_endpoint(cast.project, name="other", target=http_peer.url("/health"))
+    url = f"/api/v1/endpoints/{endpoint.id}/check-now"
+
+    first = api.as_user(cast.owner).post(url)
+    second = api.post(url)
+    elsewhere = api.post(f"/api/v1/endpoints/{other.id}/check-now")
+
+    assert first.status_code == 202
+    assert_problem(second, 429, "throttled")
+    assert second["Retry-After"] == "5"
+    assert elsewhere.status_code == 202  # the limit is per endpoint
+    assert CheckResult.objects.filter(endpoint=endpoint).count() == 1
+
+
 def test_check_now_of_a_paused_endpoint_is_refused(api, cast, make_endpoint):
     endpoint = make_endpoint(cast.project, enabled=False)
 
