@@ -3,7 +3,7 @@
 import json
 
 from monitoring.probes.base import Outcome, ProbeContext, ProbeFailed, ProbeTask
-from monitoring.probes.http import read_body, request_options
+from monitoring.probes.http import fetch, read_body
 
 _RANK = {"red": 0, "yellow": 1, "green": 2}
 
@@ -17,8 +17,7 @@ def health_url(target: str) -> str:
 async def probe(task: ProbeTask, context: ProbeContext) -> Outcome:
     """Read the cluster status and node count; compare with `min_status` (yellow)."""
     minimum = task.config.get("min_status", "yellow")
-    options = request_options(task)
-    async with context.http.get(health_url(task.target), **options) as response:
+    async with fetch(context, task, "GET", health_url(task.target)) as response:
         if response.status != 200:
             raise ProbeFailed(f"unexpected status {response.status}", f"HTTP {response.status}")
         try:

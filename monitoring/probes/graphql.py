@@ -3,15 +3,15 @@
 import json
 
 from monitoring.probes.base import Outcome, ProbeContext, ProbeFailed, ProbeTask
-from monitoring.probes.http import read_body, request_options
+from monitoring.probes.http import fetch, read_body
 
 
 async def probe(task: ProbeTask, context: ProbeContext) -> Outcome:
     """Send the query (`{ __typename }` by default) and read the errors list."""
     query = task.config.get("query") or "{ __typename }"
-    options = request_options(task)
-    options["headers"] = {"Accept": "application/json", **options["headers"]}
-    async with context.http.post(task.target, json={"query": query}, **options) as response:
+    accept = {"Accept": "application/json"}
+    body = {"query": query}
+    async with fetch(context, task, "POST", task.target, accept, json=body) as response:
         detail = f"HTTP {response.status}"
         if response.status != 200:
             raise ProbeFailed(f"unexpected status {response.status}", detail)
@@ -23,6 +23,7 @@ async def probe(task: ProbeTask, context: ProbeContext) -> Outcome:
             raise ProbeFailed("the response is not GraphQL JSON", detail)
         errors = document.get("errors")
         if errors:
-            first = errors[0].get("message") if isinstance(errors[0], dict) else errors[0]
-            raise ProbeFailed(f"GraphQL error: {first}", detail)
+            first = errors[0] if isinstance(errors, list) else errors
+            message = first.get("message") if isinstance(first, dict) else first
+            raise ProbeFailed(f"GraphQL error: {str(message)[:200]}", detail)
         return Outcome(detail)

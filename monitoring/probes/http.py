@@ -1,12 +1,17 @@
 """HTTP(S): a request to the health URL, judged by status, body text and speed."""
 
+import contextlib
+from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
+from yarl import URL
 
 from monitoring.probes.base import MAX_BODY_BYTES, Outcome, ProbeContext, ProbeFailed, ProbeTask
+from monitoring.targets import is_secret_name
 
 MAX_REDIRECTS = 5
+_REDIRECTS = frozenset({301, 302, 303, 307, 308})
 
 
 async def read_body(response: aiohttp.ClientResponse, limit: int = MAX_BODY_BYTES) -> bytes:
@@ -21,31 +26,65 @@ async def read_body(response: aiohttp.ClientResponse, limit: int = MAX_BODY_BYTE
     return b"".join(chunks)[:limit]
 
 
-def request_options(task: ProbeTask) -> dict[str, Any]:
-    """The aiohttp options every HTTP-based probe shares."""
-    return {
-        "headers": task.config.get("headers") or {},
-        "ssl": bool(task.config.get("verify_tls", True)),
-        "allow_redirects": task.config.get("follow_redirects", True),
-        # aiohttp raises on reaching max_redirects: this allows exactly MAX_REDIRECTS hops.
-        "max_redirects": MAX_REDIRECTS + 1,
-    }
+def _next_hop(response: aiohttp.ClientResponse, method: str) -> tuple[URL, str]:
+    location = URL(response.headers["Location"])
+    url = response.url.join(location)
+    if url.scheme not in ("http", "https"):
+        raise ProbeFailed("redirect to a URL that is not http(s)", f"HTTP {response.status}")
+    if response.status == 303 or (response.status in (301, 302) and method == "POST"):
+        method = "GET"  # what browsers and every HTTP client do
+    return url, method
+
+
+@contextlib.asynccontextmanager
+async def fetch(
+    context: ProbeContext,
+    task: ProbeTask,
+    method: str,
+    url: str,
+    headers: dict[str, str] | None = None,
+    **options: Any,
+) -> AsyncIterator[aiohttp.ClientResponse]:
+    """The response to a request, after at most MAX_REDIRECTS redirects (when followed).
+
+    Redirects are followed here rather than by aiohttp, which keeps custom headers on a hop
+    to another origin: secret ones (API keys, tokens) go only to the target's own origin.
+    Each hop connects through the network policy like the first.
+    """
+    headers = {**(headers or {}), **(task.config.get("headers") or {})}
+    follow = task.config.get("follow_redirects", True)
+    ssl = bool(task.config.get("verify_tls", True))
+    origin, target = URL(url).origin(), URL(url)
+    for _ in range(MAX_REDIRECTS + 1):
+        response = await context.http.request(
+            method, target, headers=headers, ssl=ssl, allow_redirects=False, **options
+        )
+        if not (follow and response.status in _REDIRECTS and "Location" in response.headers):
+            try:
+                yield response
+            finally:
+                response.release()
+            return
+        response.release()
+        target, next_method = _next_hop(response, method)
+        if next_method != method:
+            method, options = next_method, {k: v for k, v in options.items() if k != "json"}
+        if target.origin() != origin:
+            headers = {k: v for k, v in headers.items() if not is_secret_name(k)}
+    raise ProbeFailed(f"more than {MAX_REDIRECTS} redirects")
 
 
 async def probe(task: ProbeTask, context: ProbeContext) -> Outcome:
     """Request the URL; up when the status is expected and the body holds the text."""
     config = task.config
     method = config.get("method", "GET")
-    try:
-        async with context.http.request(method, task.target, **request_options(task)) as response:
-            detail = f"HTTP {response.status}"
-            if response.status not in config.get("expected_status", [200]):
-                raise ProbeFailed(f"unexpected status {response.status}", detail)
-            expected = config.get("body_contains", "")
-            if expected and method != "HEAD":
-                body = await read_body(response)
-                if expected.encode() not in body:
-                    raise ProbeFailed("expected text not found in the body", detail)
-            return Outcome(detail)
-    except aiohttp.TooManyRedirects as exc:
-        raise ProbeFailed(f"more than {MAX_REDIRECTS} redirects") from exc
+    async with fetch(context, task, method, task.target) as response:
+        detail = f"HTTP {response.status}"
+        if response.status not in config.get("expected_status", [200]):
+            raise ProbeFailed(f"unexpected status {response.status}", detail)
+        expected = config.get("body_contains", "")
+        if expected and method != "HEAD":
+            body = await read_body(response)
+            if expected.encode() not in body:
+                raise ProbeFailed("expected text not found in the body", detail)
+        return Outcome(detail)

@@ -161,6 +161,22 @@ def test_http_custom_headers_reach_the_server(http_peer):
     assert_up(run("http", http_peer.url("/echo-headers"), config))
 
 
+@pytest.mark.parametrize(
+    ("host", "secret_follows"),
+    [("127.0.0.1", True), ("localhost", False)],  # the same origin, then another one
+)
+def test_secret_headers_follow_a_redirect_only_within_the_origin(http_peer, host, secret_follows):
+    echo = http_peer.url("/echo-headers").replace("127.0.0.1", host)
+    target = http_peer.url(f"/redirect?to={echo}")
+    headers = {"X-Api-Key": "k-secret-7", "X-Trace": "trace-9"}
+
+    secret = run("http", target, {"headers": headers, "body_contains": "k-secret-7"})
+    plain = run("http", target, {"headers": headers, "body_contains": "trace-9"})
+
+    assert secret.ok is secret_follows
+    assert_up(plain)
+
+
 def test_http_follows_five_redirects(http_peer):
     result = run("http", http_peer.url("/redirect-n/5"))
 
