@@ -287,6 +287,9 @@ CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+# The dispatcher has a queue of its own, so that it never waits behind probe batches: run a
+# worker on it (`-Q dispatch`, or `-Q celery,dispatch` for one worker doing both).
+CELERY_TASK_ROUTES = {"monitoring.tasks.dispatch_due_checks": {"queue": "dispatch"}}
 # One beat entry for all endpoints: the dispatcher claims what is due and sends batches.
 CELERY_BEAT_SCHEDULE = {
     "dispatch-due-checks": {

@@ -6,6 +6,7 @@ slot. SQLite has no row locks: there each row is claimed by a compare-and-set UP
 its `next_check_at`, which SQLite's single writer makes just as exclusive.
 """
 
+import logging
 import random
 from collections.abc import Sequence
 from datetime import datetime, timedelta
@@ -17,6 +18,7 @@ from django.db import connection, transaction
 
 from monitoring.models import Endpoint
 
+logger = logging.getLogger(__name__)
 Slot = tuple[UUID, datetime]
 CLAIM_LIMIT = 2000
 
@@ -77,16 +79,29 @@ def batches(slots: Sequence[Slot], size: int) -> list[list[list[str]]]:
     return [items[i : i + size] for i in range(0, len(items), size)]
 
 
+def hand_over(items: list[list[str]]) -> None:
+    """Queue a batch; if the broker cannot take it, give its slots back to be claimed again
+    on the next tick rather than lose them."""
+    from monitoring import tasks
+
+    try:
+        tasks.send_batch(items)
+    except Exception:
+        logger.exception("Could not queue a batch of %d checks; they stay due", len(items))
+        for pk, slot in items:
+            Endpoint.objects.filter(pk=pk, enabled=True, next_check_at__gt=slot).update(
+                next_check_at=slot
+            )
+
+
 def dispatch(*, now: datetime, batch_size: int) -> int:
     """Claim what is due and queue it in batches once the claim is committed."""
-    from monitoring.tasks import send_batch
-
     total = 0
     while True:
         with transaction.atomic():
             slots = claim_due(now=now)
             for items in batches(slots, batch_size):
-                transaction.on_commit(partial(send_batch, items))
+                transaction.on_commit(partial(hand_over, items), robust=True)
         total += len(slots)
         if len(slots) < CLAIM_LIMIT:
             return total

@@ -116,3 +116,19 @@ def test_two_dispatchers_racing_never_claim_the_same_endpoint_twice(cast, make_e
         ids = [pk for claim in claims for pk, _ in claim]
         assert len(ids) == len(set(ids)) == len(endpoints)
         assert sum(1 for claim in claims if claim) >= 2  # they really ran side by side
+
+
+def test_slots_the_broker_refused_are_claimed_again_on_the_next_tick(
+    cast, make_endpoint, monkeypatch, django_capture_on_commit_callbacks
+):
+    def broker_down(items):
+        raise ConnectionError("Error 111 connecting to redis")
+
+    monkeypatch.setattr(tasks, "send_batch", broker_down)
+    endpoint = make_endpoint(cast.project)
+    due_at(endpoint, NOW)
+
+    with django_capture_on_commit_callbacks(execute=True):
+        assert dispatch(now=NOW, batch_size=10) == 1
+
+    assert claim_due(now=NOW + timedelta(seconds=1)) == [(endpoint.pk, NOW)]

@@ -88,7 +88,7 @@ def celery(tmp_path):
         return subprocess.Popen(command, env=env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)  # noqa: S603 - our own command line
 
     processes = [
-        spawn("worker", "--pool=prefork", "--concurrency=2", "--without-mingle"),
+        spawn("worker", "-Q", "celery,dispatch", "--pool=prefork", "--concurrency=2"),
         spawn("beat", "-s", str(tmp_path / "beat-schedule")),
     ]
     yield
