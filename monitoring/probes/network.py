@@ -26,6 +26,37 @@ _METADATA = frozenset(
     ipaddress.ip_address(a) for a in ("169.254.169.254", "100.100.100.200", "fd00:ec2::254")
 )
 _NAT64 = (ipaddress.ip_network("64:ff9b::/96"), ipaddress.ip_network("64:ff9b:1::/48"))
+# Special-purpose ranges (IANA registries), refused whatever the running Python's
+# `ipaddress` tables say: older patch releases miss some (192.0.0.8, 192.88.99.1).
+_SPECIAL = tuple(
+    ipaddress.ip_network(network)
+    for network in (
+        "0.0.0.0/8",
+        "10.0.0.0/8",
+        "100.64.0.0/10",
+        "127.0.0.0/8",
+        "169.254.0.0/16",
+        "172.16.0.0/12",
+        "192.0.0.0/24",
+        "192.0.2.0/24",
+        "192.88.99.0/24",
+        "192.168.0.0/16",
+        "198.18.0.0/15",
+        "198.51.100.0/24",
+        "203.0.113.0/24",
+        "224.0.0.0/3",
+        "::/8",
+        "100::/64",
+        "2001::/23",
+        "2001:db8::/32",
+        "3fff::/20",
+        "5f00::/16",
+        "fc00::/7",
+        "fe80::/10",
+        "fec0::/10",
+        "ff00::/8",
+    )
+)
 
 
 class AddressNotAllowed(OSError):
@@ -59,6 +90,8 @@ def _is_public(address: IPAddress) -> bool:
             return False  # ::/8 holds the deprecated IPv4-compatible forms (::127.0.0.1)
     # is_global leaves out loopback, private, link-local, CGNAT, reserved, unspecified and
     # documentation ranges; multicast addresses can be "global", so they are refused apart.
+    if any(address in network for network in _SPECIAL if network.version == address.version):
+        return False
     return address.is_global and not address.is_multicast and address not in _METADATA
 
 

@@ -38,7 +38,10 @@ async def run_probe(task: ProbeTask, context: ProbeContext) -> ProbeResult:
     except Exception as exc:
         error = describe_error(exc)
     elapsed_ms = round((time.perf_counter() - started) * 1000, 2)
-    secrets = secrets_of(task)
+    try:
+        secrets = secrets_of(task)
+    except ValueError:  # a target urllib cannot split has no secret it could find either
+        secrets = []
     return ProbeResult(
         ok=not error,
         response_time_ms=elapsed_ms,

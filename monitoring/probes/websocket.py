@@ -43,6 +43,12 @@ async def probe(task: ProbeTask, context: ProbeContext) -> Outcome:
         raise ProbeFailed(f"handshake failed: {str(exc)[:200]}") from exc
     except websockets.ConnectionClosed as exc:
         raise ProbeFailed("the server closed the connection") from exc
+    except ValueError as exc:
+        if "redirect" not in str(exc):
+            raise
+        # websockets cannot follow a redirect over a socket it was given: say so, without
+        # echoing the Location (a URL of the server's choosing).
+        raise ProbeFailed("the server redirects; WebSocket redirects are not followed") from exc
     finally:
         sock.close()
 
