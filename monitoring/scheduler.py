@@ -21,6 +21,10 @@ from monitoring.models import Endpoint
 logger = logging.getLogger(__name__)
 Slot = tuple[UUID, datetime]
 CLAIM_LIMIT = 2000
+# Beat runs the dispatcher once a second: it claims what falls due before the next tick and
+# hands it over early; each probe then waits for its own slot (monitoring.probes.runner),
+# so a check starts on time instead of up to a tick late.
+LOOKAHEAD = timedelta(seconds=1)
 
 
 def next_slot(scheduled: datetime, interval: int, now: datetime) -> datetime:
@@ -99,7 +103,7 @@ def dispatch(*, now: datetime, batch_size: int) -> int:
     total = 0
     while True:
         with transaction.atomic():
-            slots = claim_due(now=now)
+            slots = claim_due(now=now + LOOKAHEAD)
             for items in batches(slots, batch_size):
                 transaction.on_commit(partial(hand_over, items), robust=True)
         total += len(slots)

@@ -5,7 +5,7 @@ import asyncio
 import itertools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, cast
 from uuid import UUID
 
@@ -234,13 +234,13 @@ def checks_run(*, slots: Sequence[tuple[UUID, datetime]]) -> int:
             endpoint.target,
             endpoint.config,
             float(endpoint.timeout_seconds),
+            not_before=slot.timestamp(),
         )
-        for endpoint, _ in work
+        for endpoint, slot in work
     ]
-    started = timezone.now()
     results = asyncio.run(run_batch(tasks, concurrency=settings.PROBE_CONCURRENCY))
     outcomes = [
-        CheckOutcome(endpoint.pk, slot, started, result)
+        CheckOutcome(endpoint.pk, slot, datetime.fromtimestamp(result.started_at, UTC), result)
         for (endpoint, slot), result in zip(work, results, strict=True)
     ]
     return checks_record(outcomes=outcomes)

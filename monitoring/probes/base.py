@@ -30,12 +30,14 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class ProbeTask:
-    """One check to run: the endpoint's decrypted target and its validated config."""
+    """One check to run: the endpoint's decrypted target and its validated config, not
+    started before `not_before` (a Unix time: its slot)."""
 
     type: str
     target: str
     config: dict[str, Any]
     timeout: float
+    not_before: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,7 @@ class ProbeResult:
     status_detail: str = ""
     error: str = ""
     detected_type: str = ""
+    started_at: float = 0.0  # Unix time the check began
 
 
 class ProbeFailed(Exception):

@@ -25,7 +25,7 @@ _ACCOUNT_SCHEMES = frozenset({"postgresql", "postgres", "mysql", "mariadb"})
 
 async def run_probe(task: ProbeTask, context: ProbeContext) -> ProbeResult:
     """Run one check; its timeout covers the whole exchange, DNS to the last byte."""
-    started = time.perf_counter()
+    started, started_at = time.perf_counter(), time.time()
     detail, error, detected = "", "", ""
     try:
         async with asyncio.timeout(task.timeout):
@@ -48,6 +48,7 @@ async def run_probe(task: ProbeTask, context: ProbeContext) -> ProbeResult:
         status_detail=scrub(detail, secrets)[:MAX_DETAIL_LENGTH],
         error=scrub(error, secrets)[:MAX_ERROR_LENGTH],
         detected_type=detected,
+        started_at=started_at,
     )
 
 
@@ -96,6 +97,9 @@ async def run_batch(tasks: Sequence[ProbeTask], concurrency: int) -> list[ProbeR
         async with ProbeContext() as context:
 
             async def one(task: ProbeTask) -> ProbeResult:
+                wait = task.not_before - time.time()
+                if wait > 0:  # handed over ahead of its slot: start on the dot
+                    await asyncio.sleep(wait)
                 async with limit:
                     return await run_probe(task, context)
 

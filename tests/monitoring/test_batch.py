@@ -138,3 +138,13 @@ def test_a_mysql_server_dripping_bytes_frees_its_thread_at_the_timeout():
     dripping.join()
 
     assert result.error == "timed out after 1 s"
+
+
+def test_a_check_handed_over_early_starts_on_its_slot(http_peer):
+    slot = time.time() + 0.4
+    task = ProbeTask("http", http_peer.url("/health"), validate_config("http", {}), 2.0, slot)
+
+    [result] = asyncio.run(run_batch([task], concurrency=1))
+
+    assert result.ok
+    assert slot <= result.started_at < slot + 0.2

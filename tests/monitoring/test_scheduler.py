@@ -132,3 +132,19 @@ def test_slots_the_broker_refused_are_claimed_again_on_the_next_tick(
         assert dispatch(now=NOW, batch_size=10) == 1
 
     assert claim_due(now=NOW + timedelta(seconds=1)) == [(endpoint.pk, NOW)]
+
+
+def test_dispatch_hands_over_what_falls_due_before_the_next_tick(
+    cast, make_endpoint, monkeypatch, django_capture_on_commit_callbacks
+):
+    sent = []
+    monkeypatch.setattr(tasks, "send_batch", sent.append)
+    soon = make_endpoint(cast.project, name="soon")
+    later = make_endpoint(cast.project, name="later")
+    due_at(soon, NOW + timedelta(milliseconds=600))
+    due_at(later, NOW + timedelta(milliseconds=1500))
+
+    with django_capture_on_commit_callbacks(execute=True):
+        dispatch(now=NOW, batch_size=10)
+
+    assert sent == [[[str(soon.pk), (NOW + timedelta(milliseconds=600)).isoformat()]]]
