@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 PORT   ?= 8000
 
-.PHONY: run worker beat test lint format migrate superuser clean
+.PHONY: run worker beat test lint format migrate superuser clean bench
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -26,12 +26,13 @@ run: $(VENV)/.installed
 	    PROBE_ALLOW_PRIVATE_NETWORKS=$${PROBE_ALLOW_PRIVATE_NETWORKS:-true}; \
 	$(BIN)/python manage.py migrate --noinput && \
 	trap 'kill 0' INT TERM EXIT; \
-	$(BIN)/celery -A healthmon worker -B --pool=threads --concurrency=4 --loglevel=INFO & \
+	$(BIN)/celery -A healthmon worker -B -Q celery,slow,dispatch --pool=threads --concurrency=4 \
+	    --loglevel=INFO & \
 	$(BIN)/python manage.py runserver 127.0.0.1:$(PORT)
 
 ## worker: a Celery worker on CELERY_BROKER_URL (Redis in production); run as many as needed.
 worker: $(VENV)/.installed
-	$(BIN)/celery -A healthmon worker --loglevel=INFO
+	$(BIN)/celery -A healthmon worker -Q celery,slow,dispatch --loglevel=INFO
 
 ## beat: the scheduler that runs the dispatcher every second; run exactly one.
 beat: $(VENV)/.installed
@@ -50,6 +51,15 @@ lint: $(VENV)/.installed-dev
 format: $(VENV)/.installed-dev
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
+
+## bench: the benchmarks in bench/, one after the other (see bench/README.md for what each
+## needs: PostgreSQL, Redis, nginx, wrk). BENCH_ARGS=--quick shortens the probe, hanging-target
+## and scheduler runs.
+bench: $(VENV)/.installed
+	$(BIN)/python bench/api_auth.py
+	$(BIN)/python bench/probes.py $(BENCH_ARGS)
+	$(BIN)/python bench/hanging.py $(BENCH_ARGS)
+	$(BIN)/python bench/scheduler.py $(BENCH_ARGS)
 
 migrate: $(VENV)/.installed
 	DEBUG=$${DEBUG:-true} $(BIN)/python manage.py migrate --noinput

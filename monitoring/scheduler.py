@@ -16,6 +16,7 @@ from uuid import UUID
 
 from django.db import connection, transaction
 
+from healthmon.db import update_each
 from monitoring.models import Endpoint
 
 logger = logging.getLogger(__name__)
@@ -24,7 +25,7 @@ CLAIM_LIMIT = 2000
 # Beat runs the dispatcher once a second: it claims what falls due before the next tick and
 # hands it over early; each probe then waits for its own slot (monitoring.probes.runner),
 # so a check starts on time instead of up to a tick late.
-LOOKAHEAD = timedelta(seconds=1)
+LOOKAHEAD = timedelta(seconds=1.5)  # a tick, plus the slowest claims' time
 
 
 def next_slot(scheduled: datetime, interval: int, now: datetime) -> datetime:
@@ -54,13 +55,9 @@ def claim_due(*, now: datetime, limit: int = CLAIM_LIMIT) -> list[Slot]:
 def _claim_locked(due: Any, now: datetime, limit: int) -> list[Slot]:
     with transaction.atomic():
         rows = list(due.select_for_update(skip_locked=True)[:limit])
-        Endpoint.objects.bulk_update(
-            [
-                Endpoint(id=pk, next_check_at=next_slot(slot, every, now))
-                for pk, slot, every in rows
-            ],
+        update_each(
+            [Endpoint(id=pk, next_check_at=next_slot(at, every, now)) for pk, at, every in rows],
             ["next_check_at"],
-            batch_size=500,
         )
     return [(pk, slot) for pk, slot, _ in rows]
 
@@ -77,19 +74,31 @@ def _claim_compare_and_set(due: Any, now: datetime, limit: int) -> list[Slot]:
     return claimed
 
 
+def _failing(ids: set[UUID]) -> set[UUID]:
+    """Endpoints whose last check failed: they go to the slow lane.
+
+    A batch lasts as long as its slowest check, and a target that hung or timed out last
+    time will likely do so again: kept apart, such targets never hold up a batch of
+    healthy ones. The slow queue is served by its own workers (see the README).
+    """
+    if not ids:
+        return set()
+    return set(Endpoint.objects.filter(pk__in=ids, streak_ok=False).values_list("pk", flat=True))
+
+
 def batches(slots: Sequence[Slot], size: int) -> list[list[list[str]]]:
     """Slots as JSON-ready task arguments, `size` per batch."""
     items = [[str(pk), slot.isoformat()] for pk, slot in slots]
     return [items[i : i + size] for i in range(0, len(items), size)]
 
 
-def hand_over(items: list[list[str]]) -> None:
+def hand_over(items: list[list[str]], slow: bool = False) -> None:
     """Queue a batch; if the broker cannot take it, give its slots back to be claimed again
     on the next tick rather than lose them."""
     from monitoring import tasks
 
     try:
-        tasks.send_batch(items)
+        tasks.send_batch(items, slow=slow)
     except Exception:
         logger.exception("Could not queue a batch of %d checks; they stay due", len(items))
         for pk, slot in items:
@@ -104,8 +113,11 @@ def dispatch(*, now: datetime, batch_size: int) -> int:
     while True:
         with transaction.atomic():
             slots = claim_due(now=now + LOOKAHEAD)
-            for items in batches(slots, batch_size):
-                transaction.on_commit(partial(hand_over, items), robust=True)
+            failing = _failing({pk for pk, _ in slots})
+            for slow in (False, True):
+                lane = [(pk, at) for pk, at in slots if (pk in failing) is slow]
+                for items in batches(lane, batch_size):
+                    transaction.on_commit(partial(hand_over, items, slow), robust=True)
         total += len(slots)
         if len(slots) < CLAIM_LIMIT:
             return total

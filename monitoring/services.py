@@ -6,17 +6,18 @@ import itertools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, cast
+from typing import Any
 from uuid import UUID
 
 from django.conf import settings
 from django.core.cache import cache
-from django.db import connection, transaction
-from django.db.models import Field, QuerySet
+from django.db import transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 from rest_framework import exceptions, serializers
 
 from accounts.models import Project
+from healthmon.db import update_each
 from monitoring.models import (
     CheckResult,
     Endpoint,
@@ -332,23 +333,8 @@ _STATE_FIELDS = [
 
 
 def _save_states(endpoints: Sequence[Endpoint]) -> None:
-    """Write each endpoint's state columns: one UPDATE per row, sent as one executemany
-    (a pipeline on psycopg 3). Django's bulk_update builds a CASE of every row per column,
-    which took longer to compile than the probes of the batch took to run."""
-    if not endpoints:
-        return
-    meta, quote = Endpoint._meta, connection.ops.quote_name
-    columns = [cast(Field, meta.get_field(name)) for name in _STATE_FIELDS]
-    assignments = ", ".join(f"{quote(str(column.column))} = %s" for column in columns)
-    table, pk = quote(meta.db_table), quote(str(meta.pk.column))
-    sql = f"UPDATE {table} SET {assignments} WHERE {pk} = %s"  # noqa: S608 - quoted names only
-    rows = [
-        [column.get_db_prep_save(getattr(e, column.attname), connection) for column in columns]
-        + [meta.pk.get_db_prep_value(e.pk, connection)]
-        for e in endpoints
-    ]
-    with connection.cursor() as cursor:
-        cursor.executemany(sql, rows)
+    """Write each endpoint's state columns in one executemany."""
+    update_each(endpoints, _STATE_FIELDS)
 
 
 def _is_stale(endpoint: Endpoint, outcome: CheckOutcome) -> bool:

@@ -36,6 +36,11 @@ def run_checks(items: list[list[str]]) -> int:
     return services.checks_run(slots=slots)
 
 
-def send_batch(items: list[list[str]]) -> None:
-    """Queue a batch; it expires rather than run long after its slot."""
-    run_checks.apply_async(args=[items], expires=BATCH_EXPIRES_SECONDS)
+SLOW_QUEUE = "slow"
+
+
+def send_batch(items: list[list[str]], slow: bool = False) -> None:
+    """Queue a batch (on the slow lane: endpoints whose last check failed); it expires
+    rather than run long after its slot."""
+    options = {"queue": SLOW_QUEUE} if slow else {}
+    run_checks.apply_async(args=[items], expires=BATCH_EXPIRES_SECONDS, **options)

@@ -58,7 +58,7 @@ def test_dispatch_sends_batches_of_the_configured_size_after_commit(
     cast, make_endpoint, monkeypatch, django_capture_on_commit_callbacks
 ):
     sent = []
-    monkeypatch.setattr(tasks, "send_batch", sent.append)
+    monkeypatch.setattr(tasks, "send_batch", lambda items, slow: sent.append(items))
     endpoints = [make_endpoint(cast.project, name=f"E{n}") for n in range(5)]
     for endpoint in endpoints:
         due_at(endpoint, NOW)
@@ -121,7 +121,7 @@ def test_two_dispatchers_racing_never_claim_the_same_endpoint_twice(cast, make_e
 def test_slots_the_broker_refused_are_claimed_again_on_the_next_tick(
     cast, make_endpoint, monkeypatch, django_capture_on_commit_callbacks
 ):
-    def broker_down(items):
+    def broker_down(items, slow):
         raise ConnectionError("Error 111 connecting to redis")
 
     monkeypatch.setattr(tasks, "send_batch", broker_down)
@@ -138,13 +138,32 @@ def test_dispatch_hands_over_what_falls_due_before_the_next_tick(
     cast, make_endpoint, monkeypatch, django_capture_on_commit_callbacks
 ):
     sent = []
-    monkeypatch.setattr(tasks, "send_batch", sent.append)
+    monkeypatch.setattr(tasks, "send_batch", lambda items, slow: sent.append(items))
     soon = make_endpoint(cast.project, name="soon")
     later = make_endpoint(cast.project, name="later")
     due_at(soon, NOW + timedelta(milliseconds=600))
-    due_at(later, NOW + timedelta(milliseconds=1500))
+    due_at(later, NOW + timedelta(milliseconds=1600))
 
     with django_capture_on_commit_callbacks(execute=True):
         dispatch(now=NOW, batch_size=10)
 
     assert sent == [[[str(soon.pk), (NOW + timedelta(milliseconds=600)).isoformat()]]]
+
+
+def test_endpoints_whose_last_check_failed_go_to_the_slow_lane(
+    cast, make_endpoint, monkeypatch, django_capture_on_commit_callbacks
+):
+    lanes = {}
+    monkeypatch.setattr(tasks, "send_batch", lambda items, slow: lanes.setdefault(slow, items))
+    healthy = make_endpoint(cast.project, name="healthy")
+    failing = make_endpoint(cast.project, name="failing")
+    Endpoint.objects.filter(pk=healthy.pk).update(streak_ok=True)
+    Endpoint.objects.filter(pk=failing.pk).update(streak_ok=False)
+    for endpoint in (healthy, failing):
+        due_at(endpoint, NOW)
+
+    with django_capture_on_commit_callbacks(execute=True):
+        dispatch(now=NOW, batch_size=10)
+
+    assert [pk for pk, _ in lanes[False]] == [str(healthy.pk)]
+    assert [pk for pk, _ in lanes[True]] == [str(failing.pk)]

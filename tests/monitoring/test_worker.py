@@ -89,6 +89,7 @@ def celery(tmp_path):
 
     processes = [
         spawn("worker", "-Q", "celery,dispatch", "--pool=prefork", "--concurrency=2"),
+        spawn("worker", "-Q", "slow", "--pool=threads", "--concurrency=4", "-n", "slow@%h"),
         spawn("beat", "-s", str(tmp_path / "beat-schedule")),
     ]
     yield

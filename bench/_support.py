@@ -1,0 +1,332 @@
+"""Helpers shared by the probe and scheduler benchmarks (not a benchmark itself).
+
+Local HTTP targets served by nginx, a TCP listener that accepts and never answers, a
+throwaway PostgreSQL database, Django set up in-process against it, CPU accounting from
+/proc, CPU pinning and a small table printer.
+"""
+
+import contextlib
+import gc
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psycopg
+from cryptography.fernet import Fernet
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+PG_ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+CPUS = os.cpu_count() or 1
+# The measured process runs on the first core, targets and helpers on the last one.
+MEASURED_CPU = 0
+HELPER_CPU = CPUS - 1
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def free_ports(count: int) -> list[int]:
+    """Distinct free ports (held open together while they are picked)."""
+    socks = []
+    try:
+        for _ in range(count):
+            sock = socket.socket()
+            sock.bind(("127.0.0.1", 0))
+            socks.append(sock)
+        return [sock.getsockname()[1] for sock in socks]
+    finally:
+        for sock in socks:
+            sock.close()
+
+
+def wait_for_port(port: int, process: subprocess.Popen | None = None, timeout: float = 15) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process is not None and process.poll() is not None:
+            raise RuntimeError(f"{process.args[0]} exited with {process.returncode}")
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.5):
+            return
+        time.sleep(0.05)
+    raise RuntimeError(f"nothing listens on 127.0.0.1:{port} after {timeout:.0f} s")
+
+
+def stop(process: subprocess.Popen, sig: int = signal.SIGTERM, timeout: float = 10) -> None:
+    """Stop one process this script started, by its id."""
+    if process.poll() is None:
+        process.send_signal(sig)
+        try:
+            process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+# --- CPU accounting ---------------------------------------------------------------------
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of one process (0 once it is gone)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return 0.0
+    fields = stat[stat.rindex(")") + 2 :].split()
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+
+
+def children(pid: int) -> list[int]:
+    """Every descendant of a process."""
+    parents: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        ppid = int(stat[stat.rindex(")") + 2 :].split()[1])
+        parents.setdefault(ppid, []).append(int(entry.name))
+    found, todo = [], [pid]
+    while todo:
+        for child in parents.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def tree_cpu_seconds(pid: int) -> float:
+    return cpu_seconds(pid) + sum(cpu_seconds(child) for child in children(pid))
+
+
+def pin(pid: int, cpu: int) -> None:
+    """Pin a process (0: this one) to one core; a no-op where affinity is unsupported."""
+    with contextlib.suppress(AttributeError, OSError):
+        os.sched_setaffinity(pid, {cpu})
+
+
+def load_average() -> str:
+    return ", ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+# --- Local targets ----------------------------------------------------------------------
+
+NGINX_CONF = """
+worker_processes 1;
+{affinity}
+daemon off;
+master_process on;
+pid {dir}/nginx.pid;
+error_log {dir}/error.log warn;
+worker_rlimit_nofile 20000;
+events {{ worker_connections 8192; multi_accept on; }}
+http {{
+    access_log off;
+    keepalive_timeout 0;
+    client_body_temp_path {dir}/body;
+    proxy_temp_path {dir}/proxy;
+    fastcgi_temp_path {dir}/fastcgi;
+    uwsgi_temp_path {dir}/uwsgi;
+    scgi_temp_path {dir}/scgi;
+    server {{
+        {listen}
+        location / {{ default_type text/plain; return 200 "ok\\n"; }}
+    }}
+}}
+"""
+
+
+@dataclass
+class Targets:
+    """HTTP targets on loopback and the processes that serve them."""
+
+    urls: list[str]
+    pids: list[int] = field(default_factory=list)
+
+    def cpu_seconds(self) -> float:
+        return sum(tree_cpu_seconds(pid) for pid in self.pids)
+
+
+@contextlib.contextmanager
+def nginx_targets(ports: int = 4) -> Iterator[Targets]:
+    """One nginx worker (pinned to the helper core) answering `200 ok` on `ports` ports.
+
+    `keepalive_timeout 0`: nginx closes each connection after its response, so probes
+    open a fresh connection each time, as the engine's `force_close` client does anyway.
+    """
+    nginx = shutil.which("nginx") or "/usr/sbin/nginx"
+    if not Path(nginx).exists():
+        sys.exit("nginx is not installed: `apt-get install -y nginx-light` (Debian/Ubuntu).")
+    chosen = free_ports(ports)
+    with (
+        tempfile.TemporaryDirectory(prefix="bench-nginx-") as folder,
+        Path(folder, "stderr.log").open("w+") as log,
+    ):
+        affinity = f"worker_cpu_affinity {1 << HELPER_CPU:b};" if CPUS > 1 else ""
+        listen = " ".join(f"listen 127.0.0.1:{port};" for port in chosen)
+        conf = Path(folder, "nginx.conf")
+        conf.write_text(NGINX_CONF.format(dir=folder, affinity=affinity, listen=listen))
+        process = subprocess.Popen([nginx, "-c", str(conf), "-p", folder], stdout=log, stderr=log)
+        try:
+            for port in chosen:
+                wait_for_port(port, process)
+            pin(process.pid, HELPER_CPU)
+            urls = [f"http://127.0.0.1:{port}/health" for port in chosen]
+            yield Targets(urls, [process.pid])
+        except Exception:
+            log.seek(0)
+            sys.stderr.write("--- nginx log ---\n" + log.read()[-2000:])
+            raise
+        finally:
+            stop(process, signal.SIGQUIT)
+
+
+HANG_SERVER = """
+import asyncio, sys
+
+async def hold(reader, writer):
+    try:
+        while await reader.read(65536):
+            pass
+    except ConnectionError:
+        pass
+    writer.close()
+
+async def main():
+    servers = [
+        await asyncio.start_server(hold, "127.0.0.1", int(port), backlog=4096)
+        for port in sys.argv[1:]
+    ]
+    print("ready", flush=True)
+    await asyncio.gather(*(server.serve_forever() for server in servers))
+
+asyncio.run(main())
+"""
+
+
+@contextlib.contextmanager
+def hanging_targets(ports: int = 2) -> Iterator[Targets]:
+    """TCP listeners that accept, read and never answer (pinned to the helper core)."""
+    chosen = free_ports(ports)
+    process = subprocess.Popen(
+        [sys.executable, "-c", HANG_SERVER, *map(str, chosen)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        if process.stdout is None or process.stdout.readline().strip() != "ready":
+            raise RuntimeError("the hanging server did not start")
+        pin(process.pid, HELPER_CPU)
+        yield Targets([f"http://127.0.0.1:{port}/health" for port in chosen], [process.pid])
+    finally:
+        stop(process)
+
+
+# --- Database and Django ----------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def throwaway_database(prefix: str) -> Iterator[str]:
+    """Create `<prefix>_<pid>` on the local PostgreSQL; yield its URL; drop it at the end."""
+    name = f"{prefix}_{os.getpid()}"
+    try:
+        with psycopg.connect(PG_ADMIN_URL, autocommit=True) as admin:
+            admin.execute(f'CREATE DATABASE "{name}"')
+    except psycopg.OperationalError as exc:
+        sys.exit(f"cannot reach PostgreSQL at {PG_ADMIN_URL}: {exc}")
+    try:
+        yield f"postgres://postgres@127.0.0.1:5432/{name}"
+    finally:
+        with psycopg.connect(PG_ADMIN_URL, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def app_environment(database_url: str, **extra: str) -> dict[str, str]:
+    """Settings for an in-process Django (and its subprocesses), through the environment."""
+    values = {
+        "DJANGO_SETTINGS_MODULE": "healthmon.settings",
+        "SECRET_KEY": "bench-" + Fernet.generate_key().decode(),
+        "DEBUG": "false",
+        "FIELD_ENCRYPTION_KEYS": Fernet.generate_key().decode(),
+        "DATABASE_URL": database_url,
+        "CACHE_URL": "locmemcache://",
+        "CELERY_BROKER_URL": "memory://",
+        "LOG_LEVEL": "WARNING",
+        "PROBE_ALLOW_PRIVATE_NETWORKS": "true",  # the targets are on loopback
+        **extra,
+    }
+    os.environ.update(values)
+    return dict(os.environ)
+
+
+def migrate() -> None:
+    """Migrate the database of the current environment (a subprocess, like a deploy)."""
+    subprocess.run(
+        [str(BIN / "python"), "manage.py", "migrate", "--noinput", "-v0"],
+        cwd=ROOT,
+        env=dict(os.environ),
+        check=True,
+    )
+
+
+def setup_django() -> None:
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    import django
+
+    django.setup()
+
+
+def set_gc(mode: str) -> None:
+    """`freeze`: move what start-up created out of the cyclic collector's sight, as a
+    worker process does (healthmon/celery.py); `off`: no cyclic collection at all."""
+    if mode == "freeze":
+        gc.collect()
+        gc.freeze()
+    elif mode == "off":
+        gc.disable()
+
+
+def database_backend_pid() -> int:
+    """The PostgreSQL server process serving this process's default connection."""
+    from django.db import connection
+
+    connection.ensure_connection()
+    return connection.connection.info.backend_pid
+
+
+# --- Figures ----------------------------------------------------------------------------
+
+
+def percentile(values: Sequence[float], share: float) -> float:
+    """Nearest-rank percentile (`share` in 0..100); NaN for no values."""
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    rank = max(1, min(len(ordered), round(share / 100 * len(ordered) + 0.5)))
+    return ordered[rank - 1]
+
+
+def print_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> None:
+    cells = [[str(h) for h in headers]] + [[str(c) for c in row] for row in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+    for n, row in enumerate(cells):
+        left = row[0].ljust(widths[0])
+        print("  ".join([left, *(c.rjust(w) for c, w in zip(row[1:], widths[1:], strict=True))]))
+        if n == 0:
+            print("  ".join("-" * w for w in widths))
+
+
+def sigterm_as_interrupt() -> None:
+    """SIGTERM unwinds like Ctrl-C, so `finally` blocks still clean up."""
+    signal.signal(signal.SIGTERM, signal.default_int_handler)

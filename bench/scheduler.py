@@ -1,0 +1,427 @@
+"""The dispatcher under 10,000 endpoints at a 30 s interval, on real wall-clock time.
+
+A throwaway PostgreSQL database gets 10,000 enabled HTTP endpoints (interval 30 s), their
+first slots spread evenly over 30 s from the start of the run. The real dispatcher,
+`monitoring.scheduler.dispatch(now=..., batch_size=200)`, runs once per tick (1 s, as the
+beat schedule does) for 90 s of wall time; `monitoring.tasks.send_batch` is replaced by an
+in-process collector that notes when each batch is handed over. From 30 s to 60 s a second
+dispatcher process runs on the same ticks, to show that no slot is ever claimed twice.
+
+Printed: claim time per tick p50/p99 (the whole `dispatch` call), hand-over time against
+each slot (the dispatcher claims up to `scheduler.LOOKAHEAD` ahead, so most slots are
+handed over early: lateness = max(0, hand-over - slot), and the margin left before the
+slot for the broker and a worker), slots claimed against expected (missed, duplicated,
+off-phase) and the CPU of the dispatchers and of their PostgreSQL server processes as a
+share of all cores. Goals: p99 lag <= 50 ms, no missed checks, under half of the cores.
+
+With `--end-to-end` the collector also sends each batch for real, through Redis (db 14), to
+a prefork Celery worker of the project (2 processes) that probes local nginx targets and
+stores the results: the lag is then each stored check's own start minus its slot.
+The database, the processes and the Redis keys are removed at the end, also on Ctrl-C.
+
+    .venv/bin/python bench/scheduler.py [--quick] [--endpoints 10000] [--duration 90]
+        [--tick 1.0] [--second-from 30 --second-to 60] [--end-to-end]
+"""
+
+import argparse
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import redis
+from _support import (
+    BIN,
+    CPUS,
+    ROOT,
+    app_environment,
+    cpu_seconds,
+    database_backend_pid,
+    load_average,
+    migrate,
+    nginx_targets,
+    percentile,
+    print_table,
+    setup_django,
+    sigterm_as_interrupt,
+    stop,
+    throwaway_database,
+    tree_cpu_seconds,
+)
+
+GOAL_LAG_MS = 50
+GOAL_CPU_SHARE = 0.5
+INTERVAL = 30
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="2,000 endpoints for 35 s")
+    parser.add_argument("--endpoints", type=int, default=10_000)
+    parser.add_argument("--duration", type=float, default=90, help="seconds of ticks")
+    parser.add_argument("--tick", type=float, default=1.0, help="seconds between dispatches")
+    parser.add_argument("--batch-size", type=int, default=200, help="slots per sent batch")
+    parser.add_argument("--second-from", type=float, default=30, help="2nd dispatcher starts")
+    parser.add_argument("--second-to", type=float, default=60, help="2nd dispatcher stops")
+    parser.add_argument("--no-second", action="store_true", help="one dispatcher only")
+    parser.add_argument(
+        "--end-to-end", action="store_true", help="send the batches to a real Celery worker"
+    )
+    parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/14", help="its broker")
+    # Internal: run as the second dispatcher.
+    parser.add_argument("--as-second", metavar="FILE", help=argparse.SUPPRESS)
+    parser.add_argument("--start", type=float, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.quick:
+        args.endpoints, args.duration = 2000, 35
+        args.second_from, args.second_to = 10, 25
+    return args
+
+
+def micros(moment: datetime) -> int:
+    """A time as whole microseconds since the epoch: exact, unlike a float."""
+    return (moment - EPOCH) // timedelta(microseconds=1)
+
+
+def create_endpoints(count: int, first_slot: datetime, urls: list[str]) -> dict[str, int]:
+    """`count` endpoints whose first slots are spread evenly over one interval; returns
+    each one's first slot. Targets: `urls` in turn, or names that are never probed."""
+    from accounts.services import organization_create
+    from monitoring.config import validate_config
+    from monitoring.models import Endpoint
+    from monitoring.targets import mask_config, mask_target
+
+    _, project = organization_create(name="Bench")
+    config = validate_config("http", {})
+    step = timedelta(seconds=INTERVAL) / count
+    endpoints = []
+    for i in range(count):
+        target = urls[i % len(urls)] if urls else f"https://service{i}.example.com/health"
+        endpoints.append(
+            Endpoint(
+                project=project,
+                name=f"Service {i}",
+                type="http",
+                target=target,
+                target_masked=mask_target(target),
+                config=config,
+                config_masked=mask_config(config),
+                interval_seconds=INTERVAL,
+                timeout_seconds=10,
+                next_check_at=first_slot + step * i,
+            )
+        )
+    Endpoint.objects.bulk_create(endpoints, batch_size=1000)
+    return {str(e.pk): micros(e.next_check_at) for e in endpoints}
+
+
+def run_dispatcher(args: argparse.Namespace, start: float, begin: float, end: float) -> dict:
+    """Dispatch on every tick `start + k * tick` inside [start + begin, start + end).
+
+    Returns the ticks (time, claim seconds, slots) and the claims (endpoint id, slot in
+    epoch microseconds, hand-over wall time), with this process's CPU and its database
+    server's. With `--end-to-end` each batch is also sent for real.
+    """
+    from django.utils import timezone
+
+    from monitoring import scheduler, tasks
+
+    claims: list[tuple[str, int, float]] = []
+    send = tasks.send_batch
+
+    def collect(items: list[list[str]], slow: bool = False) -> None:
+        handed = time.time()
+        claims.extend((pk, micros(datetime.fromisoformat(slot)), handed) for pk, slot in items)
+        if args.end_to_end:
+            send(items, slow=slow)
+
+    tasks.send_batch = collect
+    backend = database_backend_pid()
+    scheduler.dispatch(now=timezone.now() - timedelta(days=1), batch_size=args.batch_size)
+    ticks = []
+    k = max(0, int((begin + args.tick - 1e-9) // args.tick))
+    cpu0, db0, wall0 = time.process_time(), cpu_seconds(backend), start + k * args.tick
+    while start + k * args.tick < start + end:
+        delay = start + k * args.tick - time.time()
+        if delay > 0:
+            time.sleep(delay)
+        began = time.perf_counter()
+        now = timezone.now()
+        sent = scheduler.dispatch(now=now, batch_size=args.batch_size)
+        ticks.append((micros(now), time.perf_counter() - began, sent))
+        k += 1
+    return {
+        "ticks": ticks,
+        "claims": claims,
+        "cpu": time.process_time() - cpu0,
+        "db_cpu": cpu_seconds(backend) - db0,
+        "wall": time.time() - wall0,
+    }
+
+
+def second_dispatcher(args: argparse.Namespace) -> int:
+    setup_django()
+    result = run_dispatcher(args, args.start, args.second_from, args.second_to)
+    Path(args.as_second).write_text(json.dumps(result))
+    return 0
+
+
+# --- End to end: a real worker ----------------------------------------------------------
+
+
+@contextlib.contextmanager
+def project_worker() -> Iterator[subprocess.Popen]:
+    """`celery -A healthmon worker -Q celery`, prefork x2; its log shown on errors."""
+    command = [str(BIN / "celery"), "-A", "healthmon", "worker", "-Q", "celery"]
+    command += ["--pool=prefork", "--concurrency=2", "--loglevel=WARNING"]
+    command += ["--without-gossip", "--without-mingle", "--without-heartbeat"]
+    with tempfile.TemporaryFile("w+") as log:
+        worker = subprocess.Popen(command, cwd=ROOT, env=dict(os.environ), stdout=log, stderr=log)
+        try:
+            yield worker
+        except Exception:
+            log.seek(0)
+            sys.stderr.write("--- worker log ---\n" + log.read()[-3000:])
+            raise
+        finally:
+            stop(worker, timeout=30)
+
+
+def wait_for_worker(worker: subprocess.Popen, url: str) -> str:
+    """Send one check of a spare endpoint and wait for its result: the worker is up."""
+    from django.utils import timezone
+
+    from monitoring import tasks
+    from monitoring.models import CheckResult, Endpoint
+
+    pk = next(iter(create_endpoints(1, EPOCH, [url])))
+    Endpoint.objects.filter(pk=pk).update(next_check_at=None)  # never dispatched
+    tasks.send_batch([[pk, timezone.now().isoformat()]])
+    deadline = time.monotonic() + 60
+    while not CheckResult.objects.filter(endpoint_id=pk).exists():
+        if worker.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError("the Celery worker did not run a check within 60 s")
+        time.sleep(0.2)
+    return pk
+
+
+def collect_results(claimed: int, spare: str) -> list[tuple[datetime, datetime, bool]]:
+    """Wait until every claimed slot has its result (60 s at most); return them."""
+    from monitoring.models import CheckResult
+
+    results = CheckResult.objects.exclude(endpoint_id=spare)
+    deadline = time.monotonic() + 60
+    while results.count() < claimed and time.monotonic() < deadline:
+        time.sleep(0.5)
+    return list(results.values_list("scheduled_for", "checked_at", "ok"))
+
+
+# --- Analysis ---------------------------------------------------------------------------
+
+
+def spread(values: list[float], *shares: float) -> str:
+    """Percentiles of `values`, as `a / b / c` (100: the maximum)."""
+    return " / ".join(f"{percentile(values, share):.1f}" for share in shares)
+
+
+def analyse(
+    args: argparse.Namespace,
+    first_slots: dict[str, int],
+    runs: dict[str, dict],
+    end_to_end: dict | None,
+) -> None:
+    from monitoring import scheduler
+
+    ahead = getattr(scheduler, "LOOKAHEAD", timedelta(0)) // timedelta(microseconds=1)
+    claims = [(pk, slot, handed) for r in runs.values() for pk, slot, handed in r["claims"]]
+    last_now = max(now for r in runs.values() for now, _, _ in r["ticks"])
+    expected = {
+        (pk, slot)
+        for pk, first in first_slots.items()
+        for slot in range(first, last_now + ahead + 1, INTERVAL * 1_000_000)
+    }
+    claimed = Counter((pk, slot) for pk, slot, _ in claims)
+    duplicates = sum(n - 1 for n in claimed.values() if n > 1)
+    missed = len(expected - set(claimed))
+    off_phase = len(set(claimed) - expected)
+    offsets = [(handed - slot / 1e6) * 1000 for _, slot, handed in claims]
+    late = [max(0.0, offset) for offset in offsets]
+    margins = [-offset for offset in offsets]
+    print()
+    rows = []
+    for who, r in runs.items():
+        times = [seconds * 1000 for _, seconds, _ in r["ticks"]]
+        share = (r["cpu"] + r["db_cpu"]) / (r["wall"] * CPUS)
+        rows.append(
+            [
+                who,
+                len(r["ticks"]),
+                len(r["claims"]),
+                f"{percentile(times, 50):.1f}",
+                f"{percentile(times, 99):.1f}",
+                f"{max(times):.1f}",
+                f"{r['cpu']:.2f}",
+                f"{r['db_cpu']:.2f}",
+                f"{share:.1%}",
+            ]
+        )
+    headers = ["dispatcher", "ticks", "claimed", "claim p50 ms", "p99 ms", "max ms"]
+    print_table([*headers, "CPU s", "postgres CPU s", f"% of {CPUS} cores"], rows)
+    print()
+    figures = [
+        ["lookahead of the dispatcher", f"{ahead / 1000:.0f} ms"],
+        ["slots expected (first slot .. last tick + lookahead)", len(expected)],
+        ["slots claimed", sum(claimed.values())],
+        ["missed (expected, never claimed)", missed],
+        ["claimed twice or more", duplicates],
+        ["claimed off-phase (not first slot + k x 30 s)", off_phase],
+        ["hand-over - slot, p1 / p50 / p99 ms", spread(offsets, 1, 50, 99)],
+        ["handed over after the slot", f"{sum(o > 0 for o in offsets) / len(offsets):.1%}"],
+        ["lateness p50 / p99 / max ms (hand-over after slot)", spread(late, 50, 99, 100)],
+        ["margin before the slot p1 / p5 ms (for broker + worker)", spread(margins, 1, 5)],
+    ]
+    if end_to_end is not None:
+        starts = [(c - s).total_seconds() * 1000 for s, c, _ in end_to_end["results"]]
+        failed = sum(not ok for _, _, ok in end_to_end["results"])
+        figures += [
+            ["end to end: results stored / slots claimed", f"{len(starts)} / {len(claims)}"],
+            ["end to end: failed probes", failed],
+            ["end to end: check start - slot p50 / p99 / max ms", spread(starts, 50, 99, 100)],
+            ["end to end: checks started before their slot", sum(x < 0 for x in starts)],
+            ["end to end: worker CPU s (2 prefork processes)", f"{end_to_end['cpu']:.2f}"],
+        ]
+    print_table(["figure", "value"], figures)
+    main = runs["main"]
+    share = (main["cpu"] + main["db_cpu"]) / (main["wall"] * CPUS)
+    p99 = percentile(late, 99)
+    print()
+    verdicts = [
+        (f"p99 lateness at hand-over {p99:.0f} ms", p99 <= GOAL_LAG_MS, f"<= {GOAL_LAG_MS} ms"),
+        (f"missed {missed}", missed == 0, "none missed"),
+        (f"duplicates {duplicates}", duplicates == 0, "no slot claimed twice"),
+        (f"CPU {share:.1%} of {CPUS} cores", share < GOAL_CPU_SHARE, "under half"),
+    ]
+    if end_to_end is not None:
+        starts = [(c - s).total_seconds() * 1000 for s, c, _ in end_to_end["results"]]
+        p99 = percentile(starts, 99)
+        verdicts.insert(
+            1,
+            (f"end-to-end p99 start lag {p99:.0f} ms", p99 <= GOAL_LAG_MS, f"<= {GOAL_LAG_MS} ms"),
+        )
+    for text, ok, goal in verdicts:
+        print(f"{text}: {'meets' if ok else 'MISSES'} the goal ({goal})")
+
+
+# --- The run ----------------------------------------------------------------------------
+
+
+def dispatch_run(args: argparse.Namespace, start: float) -> dict[str, dict]:
+    """The main dispatcher here, the second one in a subprocess for part of the run."""
+    print(f"CPUs: {CPUS}; load average before the run: {load_average()}")
+    print(f"tick {args.tick:g} s for {args.duration:g} s of wall time", end="")
+    with tempfile.TemporaryDirectory(prefix="bench-scheduler-") as folder:
+        out, second = Path(folder, "second.json"), None
+        if not args.no_second:
+            print(f"; a second dispatcher from {args.second_from:g} s to {args.second_to:g} s")
+            command = [str(BIN / "python"), __file__, "--as-second", str(out)]
+            command += ["--start", repr(start), "--tick", repr(args.tick)]
+            command += ["--second-from", repr(args.second_from)]
+            command += ["--second-to", repr(args.second_to)]
+            command += ["--batch-size", str(args.batch_size)]
+            command += ["--end-to-end"] if args.end_to_end else []
+            second = subprocess.Popen(command, env=dict(os.environ))
+        else:
+            print()
+        sys.stdout.flush()
+        try:
+            runs = {"main": run_dispatcher(args, start, 0, args.duration)}
+            if second is not None:
+                if second.wait(timeout=60) != 0:
+                    raise RuntimeError(f"the second dispatcher exited with {second.returncode}")
+                runs["second"] = json.loads(out.read_text())
+        finally:
+            if second is not None:
+                stop(second)
+    return runs
+
+
+def move_first_slots(first_slots: dict[str, int]) -> tuple[float, dict[str, int]]:
+    """Start the run on a whole second just ahead: move every first slot there."""
+    from django.db.models import F
+
+    from monitoring.models import Endpoint
+
+    start = float(int(time.time()) + 2)
+    shift = timedelta(seconds=start)
+    Endpoint.objects.filter(pk__in=list(first_slots)).update(
+        next_check_at=F("next_check_at") + shift
+    )
+    return start, {pk: slot + micros(EPOCH + shift) for pk, slot in first_slots.items()}
+
+
+def benchmark(args: argparse.Namespace) -> None:
+    with contextlib.ExitStack() as stack:
+        database_url = stack.enter_context(throwaway_database("healthmon_bench_scheduler"))
+        broker = args.redis_url if args.end_to_end else "memory://"
+        app_environment(database_url, CELERY_BROKER_URL=broker)
+        migrate()
+        setup_django()
+        urls, end_to_end = [], None
+        if args.end_to_end:
+            urls = stack.enter_context(nginx_targets()).urls
+            client = redis.Redis.from_url(args.redis_url)
+            before = set(client.keys("*"))
+
+            def clean_redis() -> None:
+                created = set(client.keys("*")) - before
+                if created:
+                    client.delete(*created)
+                client.close()
+
+            stack.callback(clean_redis)
+        created = time.perf_counter()
+        first_slots = create_endpoints(args.endpoints, EPOCH, urls)
+        print(f"{args.endpoints} endpoints created in {time.perf_counter() - created:.1f} s")
+        if args.end_to_end:
+            worker = stack.enter_context(project_worker())
+            spare = wait_for_worker(worker, urls[0])
+            print("end to end: a Celery worker of the project (prefork x2) checks nginx targets")
+            worker_cpu = tree_cpu_seconds(worker.pid)
+        start, first_slots = move_first_slots(first_slots)
+        runs = dispatch_run(args, start)
+        if args.end_to_end:
+            results = collect_results(sum(len(r["claims"]) for r in runs.values()), spare)
+            cpu = tree_cpu_seconds(worker.pid) - worker_cpu
+            end_to_end = {"results": results, "cpu": cpu}
+        analyse(args, first_slots, runs, end_to_end)
+        from django.db import connection
+
+        connection.close()
+
+
+def main() -> int:
+    args = parse_args()
+    if args.as_second:
+        return second_dispatcher(args)
+    sigterm_as_interrupt()
+    try:
+        benchmark(args)
+    except KeyboardInterrupt:
+        print("\ninterrupted", file=sys.stderr)
+        return 130
+    except (RuntimeError, subprocess.CalledProcessError) as exc:
+        print(f"benchmark failed: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
