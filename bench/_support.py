@@ -330,3 +330,18 @@ def print_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> Non
 def sigterm_as_interrupt() -> None:
     """SIGTERM unwinds like Ctrl-C, so `finally` blocks still clean up."""
     signal.signal(signal.SIGTERM, signal.default_int_handler)
+
+
+def run_benchmark(benchmark, args) -> int:
+    """Run a benchmark as a script: cleanup on Ctrl-C or SIGTERM, a short message and a
+    non-zero exit status on failure."""
+    sigterm_as_interrupt()
+    try:
+        benchmark(args)
+    except KeyboardInterrupt:
+        print("\ninterrupted", file=sys.stderr)
+        return 130
+    except (RuntimeError, subprocess.CalledProcessError) as exc:
+        print(f"benchmark failed: {exc}", file=sys.stderr)
+        return 1
+    return 0

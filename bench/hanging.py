@@ -33,9 +33,9 @@ from _support import (
     nginx_targets,
     pin,
     print_table,
+    run_benchmark,
     set_gc,
     setup_django,
-    sigterm_as_interrupt,
 )
 
 GOAL = 0.9
@@ -287,17 +287,7 @@ def benchmark(args: argparse.Namespace) -> None:
 
 
 def main() -> int:
-    args = parse_args()
-    sigterm_as_interrupt()
-    try:
-        benchmark(args)
-    except KeyboardInterrupt:
-        print("\ninterrupted", file=sys.stderr)
-        return 130
-    except RuntimeError as exc:
-        print(f"benchmark failed: {exc}", file=sys.stderr)
-        return 1
-    return 0
+    return run_benchmark(benchmark, parse_args())
 
 
 if __name__ == "__main__":

@@ -50,9 +50,9 @@ from _support import (
     nginx_targets,
     pin,
     print_table,
+    run_benchmark,
     set_gc,
     setup_django,
-    sigterm_as_interrupt,
     stop,
     throwaway_database,
     tree_cpu_seconds,
@@ -495,16 +495,7 @@ def main() -> int:
     if args.naive_worker:
         run_naive_worker(args.naive_concurrency, args.naive_worker)
         return 0
-    sigterm_as_interrupt()
-    try:
-        benchmark(args)
-    except KeyboardInterrupt:
-        print("\ninterrupted", file=sys.stderr)
-        return 130
-    except (RuntimeError, subprocess.CalledProcessError) as exc:
-        print(f"benchmark failed: {exc}", file=sys.stderr)
-        return 1
-    return 0
+    return run_benchmark(benchmark, args)
 
 
 if __name__ == "__main__":

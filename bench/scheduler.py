@@ -49,8 +49,8 @@ from _support import (
     nginx_targets,
     percentile,
     print_table,
+    run_benchmark,
     setup_django,
-    sigterm_as_interrupt,
     stop,
     throwaway_database,
     tree_cpu_seconds,
@@ -411,16 +411,7 @@ def main() -> int:
     args = parse_args()
     if args.as_second:
         return second_dispatcher(args)
-    sigterm_as_interrupt()
-    try:
-        benchmark(args)
-    except KeyboardInterrupt:
-        print("\ninterrupted", file=sys.stderr)
-        return 130
-    except (RuntimeError, subprocess.CalledProcessError) as exc:
-        print(f"benchmark failed: {exc}", file=sys.stderr)
-        return 1
-    return 0
+    return run_benchmark(benchmark, args)
 
 
 if __name__ == "__main__":
