@@ -31,6 +31,9 @@ def connection_parameters(target: str, address: str, timeout: float) -> dict[str
     taken from the worker's environment."""
     parsed = conninfo.conninfo_to_dict(target)
     params = {k: str(v) for k, v in parsed.items() if k not in _FIXED}
+    if params.get("sslmode") == "verify-full":
+        # The system's CAs, as a browser would use; never the worker's ~/.postgresql/root.crt.
+        params["sslrootcert"] = "system"
     return {
         **_WORKER_DEFAULTS,
         **params,

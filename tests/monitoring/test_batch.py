@@ -148,3 +148,20 @@ def test_a_check_handed_over_early_starts_on_its_slot(http_peer):
 
     assert result.ok
     assert slot <= result.started_at < slot + 0.2
+
+
+def test_postgresql_parameters_take_nothing_from_the_worker():
+    from monitoring.probes.postgresql import connection_parameters
+
+    plain = connection_parameters("postgresql://db.test/app", "192.0.2.10", 5.0)
+    verified = connection_parameters(
+        "postgresql://alice:pw@db.test:6432/app?sslmode=verify-full", "192.0.2.10", 5.0
+    )
+
+    assert plain["user"] == "postgres"
+    assert plain["password"] == ""
+    assert plain["passfile"].startswith("/nonexistent")
+    assert plain["sslmode"] == "prefer"
+    assert (plain["host"], plain["hostaddr"], plain["port"]) == ("db.test", "192.0.2.10", "5432")
+    assert (verified["user"], verified["password"], verified["port"]) == ("alice", "pw", "6432")
+    assert (verified["sslmode"], verified["sslrootcert"]) == ("verify-full", "system")
