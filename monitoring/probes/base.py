@@ -3,7 +3,7 @@
 import asyncio
 import socket
 import ssl
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from types import TracebackType
@@ -15,6 +15,7 @@ from django.conf import settings
 from monitoring.probes.network import (
     NOT_ALLOWED,
     PolicyResolver,
+    exception_chain,
     numeric_host_allowed,
     policy_socket_factory,
     refused_by_policy,
@@ -143,7 +144,7 @@ def describe_error(exc: BaseException) -> str:
         # aiohttp refuses `127.1` before resolving: the refusal names no address either way.
         allowed = numeric_host_allowed(str(exc).split(" - ", 1)[0].strip())
         return NOT_ALLOWED if allowed is False else "the URL's IPv4 address is not canonical"
-    for error in _chain(exc):
+    for error in exception_chain(exc):
         message = _known_cause(error)
         if message:
             return message
@@ -167,22 +168,6 @@ def _known_cause(error: BaseException) -> str:
     if isinstance(error, ConnectionResetError):
         return "connection reset by the server"
     return ""
-
-
-def _chain(exc: BaseException) -> Iterable[BaseException]:
-    """The error and the errors it wraps, outermost first."""
-    seen: set[int] = set()
-    pending: list[BaseException | None] = [exc]
-    while pending:
-        current = pending.pop(0)
-        if current is None or id(current) in seen:
-            continue
-        seen.add(id(current))
-        yield current
-        wrapped = getattr(current, "os_error", None)
-        if isinstance(wrapped, BaseException):
-            pending.append(wrapped)
-        pending += [current.__cause__, current.__context__]
 
 
 Probe = Callable[[ProbeTask, ProbeContext], Awaitable[Outcome]]

@@ -9,6 +9,7 @@ through `open_socket`, `PolicyResolver` or `policy_socket_factory`.
 import asyncio
 import ipaddress
 import socket
+from collections.abc import Iterator
 from functools import cache
 from typing import Any
 
@@ -177,16 +178,26 @@ def numeric_host_allowed(host: str) -> bool | None:
     return address_allowed(socket.inet_ntoa(packed))
 
 
+def exception_chain(exc: BaseException) -> Iterator[BaseException]:
+    """The error and the errors it wraps (aiohttp's `os_error`, causes, contexts),
+    outermost first."""
+    seen: set[int] = set()
+    pending: list[BaseException | None] = [exc]
+    while pending:
+        current = pending.pop(0)
+        if current is None or id(current) in seen:
+            continue
+        seen.add(id(current))
+        yield current
+        wrapped = getattr(current, "os_error", None)
+        if isinstance(wrapped, BaseException):
+            pending.append(wrapped)
+        pending += [current.__cause__, current.__context__]
+
+
 def refused_by_policy(exc: BaseException) -> bool:
     """Whether an error, or one it wraps, is the policy's refusal."""
-    seen: set[int] = set()
-    stack: list[BaseException | None] = [exc]
-    while stack:
-        error = stack.pop()
-        if error is None or id(error) in seen:
-            continue
-        seen.add(id(error))
-        if isinstance(error, AddressNotAllowed) or NOT_ALLOWED in str(error):
-            return True
-        stack += [getattr(error, "os_error", None), error.__cause__, error.__context__]
-    return False
+    return any(
+        isinstance(error, AddressNotAllowed) or NOT_ALLOWED in str(error)
+        for error in exception_chain(exc)
+    )
