@@ -21,6 +21,7 @@ from monitoring.models import Endpoint
 
 logger = logging.getLogger(__name__)
 Slot = tuple[UUID, datetime]
+Claim = tuple[UUID, datetime, bool]  # the slot, and whether the last check failed
 CLAIM_LIMIT = 2000
 # Beat runs the dispatcher once a second: it claims what falls due before the next tick and
 # hands it over early; each probe then waits for its own slot (monitoring.probes.runner),
@@ -42,48 +43,47 @@ def next_slot(scheduled: datetime, interval: int, now: datetime) -> datetime:
 
 def claim_due(*, now: datetime, limit: int = CLAIM_LIMIT) -> list[Slot]:
     """Claim up to `limit` due endpoints; returns (endpoint id, slot) pairs, oldest first."""
+    return [(pk, slot) for pk, slot, _ in _claim(now, limit)]
+
+
+def _claim(now: datetime, limit: int) -> list[Claim]:
+    """Claim due endpoints; each with its slot and whether its last check failed.
+
+    Endpoints whose last check failed go to the slow lane: a batch lasts as long as its
+    slowest check, and a target that hung or timed out last time will likely do so again.
+    Kept apart, such targets never hold up a batch of healthy ones; the slow queue is
+    served by its own workers (see the README).
+    """
     due = (
         Endpoint.objects.due(now)
         .order_by("next_check_at")
-        .values_list("id", "next_check_at", "interval_seconds")
+        .values_list("id", "next_check_at", "interval_seconds", "streak_ok")
     )
     if connection.features.has_select_for_update_skip_locked:
         return _claim_locked(due, now, limit)
     return _claim_compare_and_set(due, now, limit)
 
 
-def _claim_locked(due: Any, now: datetime, limit: int) -> list[Slot]:
+def _claim_locked(due: Any, now: datetime, limit: int) -> list[Claim]:
     with transaction.atomic():
         rows = list(due.select_for_update(skip_locked=True)[:limit])
         update_each(
-            [Endpoint(id=pk, next_check_at=next_slot(at, every, now)) for pk, at, every in rows],
+            [Endpoint(id=pk, next_check_at=next_slot(at, every, now)) for pk, at, every, _ in rows],
             ["next_check_at"],
         )
-    return [(pk, slot) for pk, slot, _ in rows]
+    return [(pk, slot, last_ok is False) for pk, slot, _, last_ok in rows]
 
 
-def _claim_compare_and_set(due: Any, now: datetime, limit: int) -> list[Slot]:
+def _claim_compare_and_set(due: Any, now: datetime, limit: int) -> list[Claim]:
     claimed = []
     with transaction.atomic():
-        for pk, slot, every in list(due[:limit]):
+        for pk, slot, every, last_ok in list(due[:limit]):
             won = Endpoint.objects.filter(pk=pk, next_check_at=slot, enabled=True).update(
                 next_check_at=next_slot(slot, every, now)
             )
             if won:
-                claimed.append((pk, slot))
+                claimed.append((pk, slot, last_ok is False))
     return claimed
-
-
-def _failing(ids: set[UUID]) -> set[UUID]:
-    """Endpoints whose last check failed: they go to the slow lane.
-
-    A batch lasts as long as its slowest check, and a target that hung or timed out last
-    time will likely do so again: kept apart, such targets never hold up a batch of
-    healthy ones. The slow queue is served by its own workers (see the README).
-    """
-    if not ids:
-        return set()
-    return set(Endpoint.objects.filter(pk__in=ids, streak_ok=False).values_list("pk", flat=True))
 
 
 def batches(slots: Sequence[Slot], size: int) -> list[list[list[str]]]:
@@ -112,10 +112,9 @@ def dispatch(*, now: datetime, batch_size: int) -> int:
     total = 0
     while True:
         with transaction.atomic():
-            slots = claim_due(now=now + LOOKAHEAD)
-            failing = _failing({pk for pk, _ in slots})
+            slots = _claim(now + LOOKAHEAD, CLAIM_LIMIT)
             for slow in (False, True):
-                lane = [(pk, at) for pk, at in slots if (pk in failing) is slow]
+                lane = [(pk, at) for pk, at, failing in slots if failing is slow]
                 for items in batches(lane, batch_size):
                     transaction.on_commit(partial(hand_over, items, slow), robust=True)
         total += len(slots)

@@ -77,15 +77,17 @@ def test_dispatch_sends_batches_of_the_configured_size_after_commit(
 def test_the_compare_and_set_claim_takes_each_slot_once(cast, make_endpoint):
     endpoint = make_endpoint(cast.project)
     due_at(endpoint, NOW)
-    rows = Endpoint.objects.due(NOW).values_list("id", "next_check_at", "interval_seconds")
+    rows = Endpoint.objects.due(NOW).values_list(
+        "id", "next_check_at", "interval_seconds", "streak_ok"
+    )
 
     first = scheduler._claim_compare_and_set(rows, NOW, 10)
     # A second dispatcher that read the row before the first one wrote it: its
     # compare-and-set finds next_check_at moved on and claims nothing.
-    stale = [(endpoint.pk, NOW, 60)]
+    stale = [(endpoint.pk, NOW, 60, None)]
     second = scheduler._claim_compare_and_set(stale, NOW, 10)
 
-    assert first == [(endpoint.pk, NOW)]
+    assert first == [(endpoint.pk, NOW, False)]
     assert second == []
 
 
