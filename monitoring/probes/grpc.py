@@ -18,7 +18,7 @@ _CHANNEL_OPTIONS: list[tuple[str, Any]] = [
 ]
 
 
-def _address(family: int, sockaddr: Any) -> str:
+def _address(sockaddr: Any) -> str:
     host = sockaddr[0]
     return f"[{host}]:{sockaddr[1]}" if ":" in host else f"{host}:{sockaddr[1]}"
 
@@ -37,8 +37,8 @@ async def _server_certificate(host: str, port: int) -> bytes:
 
 
 async def _channel(task: ProbeTask, host: str, port: int) -> grpc.aio.Channel:
-    family, sockaddr = (await resolve(host, port))[0]
-    address = _address(family, sockaddr)
+    _, sockaddr = (await resolve(host, port))[0]
+    address = _address(sockaddr)
     options = [*_CHANNEL_OPTIONS, ("grpc.default_authority", f"{host}:{port}")]
     if not (task.target.startswith("grpcs://") or task.config.get("tls")):
         return grpc.aio.insecure_channel(address, options=options)
