@@ -251,6 +251,12 @@ PROBE_ALLOWED_NETWORKS = _networks("PROBE_ALLOWED_NETWORKS")
 PROBE_BATCH_SIZE = _int_between("PROBE_BATCH_SIZE", 200, 1, 5000)
 PROBE_CONCURRENCY = _int_between("PROBE_CONCURRENCY", 500, 1, 10_000)
 PROBE_THREADS = _int_between("PROBE_THREADS", 32, 1, 1000)
+
+# --- Analytics retention (days) -------------------------------------------------------------
+# Raw checks, then 5-minute and hourly rollups; daily rollups are kept forever.
+RAW_RETENTION_DAYS = _int_between("RAW_RETENTION_DAYS", 14, 1, 3660)
+ROLLUP_5M_RETENTION_DAYS = _int_between("ROLLUP_5M_RETENTION_DAYS", 14, 1, 3660)
+ROLLUP_1H_RETENTION_DAYS = _int_between("ROLLUP_1H_RETENTION_DAYS", 90, 1, 3660)
 NUM_PROXIES = env.int("NUM_PROXIES", default=0)
 if NUM_PROXIES < 0:
     raise ImproperlyConfigured("NUM_PROXIES must be 0 or more.")
@@ -296,6 +302,11 @@ CELERY_BEAT_SCHEDULE = {
         "task": "monitoring.tasks.dispatch_due_checks",
         "schedule": 1.0,
         "options": {"expires": 5},
+    },
+    "apply-retention": {
+        "task": "analytics.tasks.apply_retention",
+        "schedule": 3600.0,
+        "options": {"expires": 1800},
     },
 }
 if CELERY_BROKER_URL.startswith(("redis://", "rediss://")):

@@ -10,6 +10,7 @@ api_v1: list[URLPattern | URLResolver] = [
     path("", include("accounts.api.urls")),
     path("", include("apikeys.api.urls")),
     path("", include("monitoring.api.urls")),
+    path("", include("analytics.api.urls")),
     path("health", HealthView.as_view(), name="health"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
 ]

@@ -18,6 +18,8 @@ from healthmon.encryption import EncryptedJSONField, EncryptedTextField
 MAX_INTERVAL_SECONDS = 86_400
 MAX_TIMEOUT_SECONDS = 60
 MAX_THRESHOLD = 10
+# The spec's SLA targets (uptime %) and their tier labels.
+SLA_TIERS = [(99.9, "Standard"), (99.95, "High"), (99.99, "Premium")]
 
 
 def time_ordered_uuid() -> uuid.UUID:
@@ -27,6 +29,11 @@ def time_ordered_uuid() -> uuid.UUID:
     value = (value & ~(0xF << 76)) | (0x7 << 76)  # version 7
     value = (value & ~(0x3 << 62)) | (0x2 << 62)  # RFC 4122 variant
     return uuid.UUID(int=value)
+
+
+def time_ordered_uuid_floor(moment: datetime) -> uuid.UUID:
+    """The smallest UUIDv7 of a moment's millisecond: ids below it were made before it."""
+    return uuid.UUID(int=int(moment.timestamp() * 1000) << 80)
 
 
 class EndpointType(models.TextChoices):
@@ -101,6 +108,11 @@ class Endpoint(models.Model):
         default=1,
         validators=[MinValueValidator(1), MaxValueValidator(MAX_THRESHOLD)],
         help_text="Consecutive successful checks that resolve it.",
+    )
+    sla_target = models.FloatField(
+        choices=SLA_TIERS,
+        default=99.9,
+        help_text="The SLA tier the endpoint is held to (uptime %).",
     )
     status = models.CharField(
         max_length=16, choices=EndpointStatus.choices, default=EndpointStatus.PENDING
@@ -188,6 +200,12 @@ class CheckResult(models.Model):
         indexes = [
             # Time-range reads per endpoint (the checks list, analytics).
             models.Index(fields=["endpoint", "checked_at"], name="check_endpoint_time_idx"),
+            # Top error causes read failed checks only: a small slice of the table.
+            models.Index(
+                fields=["endpoint", "checked_at"],
+                name="check_failed_idx",
+                condition=Q(ok=False),
+            ),
         ]
 
     def __str__(self) -> str:

@@ -17,6 +17,7 @@ from django.utils import timezone
 from rest_framework import exceptions, serializers
 
 from accounts.models import Project
+from analytics.services import rollups_add
 from healthmon.db import update_each
 from monitoring.models import (
     CheckResult,
@@ -249,7 +250,8 @@ def checks_run(*, slots: Sequence[tuple[UUID, datetime]]) -> int:
 
 @transaction.atomic
 def checks_record(*, outcomes: Sequence[CheckOutcome]) -> int:
-    """Store check results once per slot, then move statuses and open or resolve incidents.
+    """Store check results once per slot, add them to the rollups, then move statuses
+    and open or resolve incidents.
 
     The endpoint rows are locked first (in id order, so batches cannot deadlock): a
     duplicate delivery of the same batch waits, then finds its slots taken.
@@ -268,7 +270,7 @@ def checks_record(*, outcomes: Sequence[CheckOutcome]) -> int:
         if o.endpoint_id in endpoints and (o.endpoint_id, o.scheduled_for) not in taken
     ]
     fresh = list({(o.endpoint_id, o.scheduled_for): o for o in fresh}.values())
-    CheckResult.objects.bulk_create(
+    stored = CheckResult.objects.bulk_create(
         CheckResult(
             endpoint_id=o.endpoint_id,
             scheduled_for=o.scheduled_for,
@@ -280,6 +282,7 @@ def checks_record(*, outcomes: Sequence[CheckOutcome]) -> int:
         )
         for o in fresh
     )
+    rollups_add(checks=stored)
     _apply_outcomes(endpoints, fresh)
     return len(fresh)
 

@@ -6,7 +6,8 @@
 |                 | /projects                                                   |
 | endpoint:create | POST /endpoints, PATCH/DELETE/pause/resume/check-now        |
 | incident:read   | GET /incidents, /incidents/{id}                             |
-| analytics:read  | GET /analytics/... (routes of the analytics issue)          |
+| analytics:read  | GET /analytics/summary, response-time, uptime, availability,|
+|                 | errors, sla, compare                                        |
 | admin           | everything the creator's role allows                        |
 
 Keys belong to an owner, so any refusal here is the scope's, never the role's.
@@ -28,6 +29,7 @@ from tests.routes import api_routes
 CONTRACT: dict[str, tuple[str | None, str | None]] = {
     "endpoint": (Scope.ENDPOINT_READ, Scope.ENDPOINT_CREATE),
     "incident": (Scope.INCIDENT_READ, None),
+    "analytics": (Scope.ANALYTICS_READ, None),
     "project": (Scope.ENDPOINT_READ, None),
     "user": (None, None),
     "invitation": (None, None),
@@ -133,6 +135,9 @@ def test_the_matrix_reads_as_the_contract_says():
     assert table[("/api/v1/incidents", "GET")] == {"admin", "incident:read"}
     assert table[("/api/v1/incidents/{pk}", "GET")] == {"admin", "incident:read"}
     assert table[("/api/v1/projects", "GET")] == {"admin", "endpoint:read"}
+    for report in ("summary", "response-time", "uptime", "availability", "errors", "sla"):
+        assert table[(f"/api/v1/analytics/{report}", "GET")] == {"admin", "analytics:read"}
+    assert table[("/api/v1/analytics/compare", "GET")] == {"admin", "analytics:read"}
     assert table[("/api/v1/projects", "POST")] == {"admin"}
     assert table[("/api/v1/users", "GET")] == {"admin"}
     assert table[("/api/v1/api-keys", "GET")] == {"admin"}

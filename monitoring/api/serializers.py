@@ -13,6 +13,7 @@ from monitoring.models import (
     MAX_INTERVAL_SECONDS,
     MAX_THRESHOLD,
     MAX_TIMEOUT_SECONDS,
+    SLA_TIERS,
     CheckResult,
     Endpoint,
     EndpointType,
@@ -96,6 +97,11 @@ class EndpointSerializer(serializers.ModelSerializer[Endpoint]):
         default=1,
         help_text="Consecutive successful checks that resolve the incident.",
     )
+    sla_target = serializers.ChoiceField(
+        choices=SLA_TIERS,
+        default=99.9,  # type: ignore[arg-type]  # float choices: the stubs allow str and int
+        help_text="SLA target (uptime %): 99.9 Standard, 99.95 High or 99.99 Premium.",
+    )
     detected_type = serializers.CharField(
         read_only=True, help_text="For `custom`: the protocol found at the target, once checked."
     )
@@ -114,6 +120,7 @@ class EndpointSerializer(serializers.ModelSerializer[Endpoint]):
             "enabled",
             "failure_threshold",
             "recovery_threshold",
+            "sla_target",
             "status",
             "detected_type",
             "last_checked_at",
@@ -148,6 +155,7 @@ class EndpointSerializer(serializers.ModelSerializer[Endpoint]):
             "enabled": instance.enabled,
             "failure_threshold": instance.failure_threshold,
             "recovery_threshold": instance.recovery_threshold,
+            "sla_target": instance.sla_target,
             "status": instance.status,
             "detected_type": instance.detected_type,
             "last_checked_at": _timestamp(instance.last_checked_at),

@@ -22,6 +22,7 @@ FIELDS = {
     "enabled",
     "failure_threshold",
     "recovery_threshold",
+    "sla_target",
     "status",
     "detected_type",
     "last_checked_at",

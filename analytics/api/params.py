@@ -1,0 +1,116 @@
+"""The query parameters every analytics route shares, validated into one `Query`."""
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+from uuid import UUID
+
+from django.utils import timezone
+from rest_framework import serializers
+
+from analytics.selectors import bucket_for
+from analytics.windows import BUCKETS, MAX_POINTS, MAX_RANGE, PERIODS, Window
+from monitoring.models import SLA_TIERS
+
+EARLIEST = datetime(2000, 1, 1, tzinfo=UTC)
+LATEST = datetime(2100, 1, 1, tzinfo=UTC)
+MAX_COMPARED = 10
+
+
+@dataclass(frozen=True)
+class Query:
+    """A validated analytics query."""
+
+    window: Window
+    now: datetime
+    bucket: str
+    group_by: str
+    endpoint: UUID | None
+    project: UUID | None
+    targets: tuple[float, ...]
+    endpoints: tuple[UUID, ...]
+
+
+class _Time(serializers.DateTimeField):
+    def to_internal_value(self, value: Any) -> datetime:
+        parsed = super().to_internal_value(value)
+        try:
+            parsed = parsed.astimezone(UTC)
+        except OverflowError as exc:
+            raise serializers.ValidationError("Out of range.") from exc
+        if not EARLIEST <= parsed < LATEST:
+            raise serializers.ValidationError("Must be between 2000 and 2100.")
+        return parsed
+
+
+class _IdList(serializers.CharField):
+    def to_internal_value(self, value: Any) -> tuple[UUID, ...]:  # type: ignore[override]
+        ids = [part.strip() for part in str(super().to_internal_value(value)).split(",")]
+        try:
+            parsed = tuple(dict.fromkeys(UUID(part) for part in ids if part))
+        except ValueError as exc:
+            raise serializers.ValidationError("Comma-separated endpoint ids.") from exc
+        if not 1 <= len(parsed) <= MAX_COMPARED:
+            raise serializers.ValidationError(f"Between 1 and {MAX_COMPARED} endpoint ids.")
+        return parsed
+
+
+class QuerySerializer(serializers.Serializer[Any]):
+    """`from`/`to` (ISO 8601, UTC) or `period`; `bucket`, `group_by`, `endpoint`, `project`,
+    `target`, `endpoints`. Invalid or inverted ranges and ranges over 400 days are 400s."""
+
+    endpoint = serializers.UUIDField(required=False, help_text="Only this endpoint.")
+    project = serializers.UUIDField(required=False, help_text="Only this project's endpoints.")
+    period = serializers.ChoiceField(
+        choices=list(PERIODS),
+        default="24h",
+        help_text="The range ending at `to` (default now) when `from` is not given.",
+    )
+    bucket = serializers.ChoiceField(
+        choices=list(BUCKETS),
+        required=False,
+        help_text="Series resolution; by default the finest giving at most 800 points.",
+    )
+    group_by = serializers.ChoiceField(choices=["endpoint", "project"], default="endpoint")
+    target = serializers.ChoiceField(
+        choices=[target for target, _ in SLA_TIERS],
+        required=False,
+        help_text="Only this SLA tier (default: all three).",
+    )
+    endpoints = _IdList(required=False, help_text="Comma-separated endpoint ids (compare).")
+
+    def get_fields(self) -> dict[str, serializers.Field]:
+        """The declared fields plus `from` and `to`, which are Python keywords."""
+        fields = super().get_fields()
+        fields["from"] = _Time(required=False, help_text="Start (ISO 8601).")
+        fields["to"] = _Time(required=False, help_text="End (ISO 8601; default now).")
+        return fields
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        """Resolve the window and check it and the bucket count."""
+        now = timezone.now()
+        end = attrs.get("to") or now
+        start = attrs.get("from") or max(EARLIEST, end - PERIODS[attrs["period"]])
+        if start >= end:
+            raise serializers.ValidationError({"to": ["Must be after `from`."]})
+        if end - start > MAX_RANGE:
+            raise serializers.ValidationError({"to": ["The range may span at most 400 days."]})
+        window = Window(start, end)
+        bucket = bucket_for(window, attrs.get("bucket"))
+        if window.seconds / BUCKETS[bucket].total_seconds() > MAX_POINTS:
+            raise serializers.ValidationError(
+                {"bucket": [f"More than {MAX_POINTS} buckets; choose a larger bucket."]}
+            )
+        target = attrs.get("target")
+        return {
+            "query": Query(
+                window=window,
+                now=now,
+                bucket=bucket,
+                group_by=attrs["group_by"],
+                endpoint=attrs.get("endpoint"),
+                project=attrs.get("project"),
+                targets=(float(target),) if target is not None else (),
+                endpoints=attrs.get("endpoints", ()),
+            )
+        }

@@ -1,0 +1,168 @@
+"""Shapes of the analytics responses, for the OpenAPI schema (rows are built by
+`analytics.reports`; a test checks every key against these)."""
+
+from typing import Any
+
+from rest_framework import serializers
+
+S = serializers.Serializer[Any]
+_MS: dict[str, Any] = {"allow_null": True, "help_text": "Milliseconds, successful checks only."}
+_PERCENT: dict[str, Any] = {
+    "allow_null": True,
+    "help_text": "Percent; null when there is nothing to measure.",
+}
+_UPTIME: dict[str, Any] = {
+    "allow_null": True,
+    "help_text": "Time-weighted uptime %: 100 * (1 - incident time / watched time).",
+}
+
+
+class _Identity(S):
+    endpoint = serializers.UUIDField(required=False, help_text="With group_by=endpoint.")
+    project = serializers.UUIDField()
+    name = serializers.CharField()
+
+
+class _Latency(S):
+    checks = serializers.IntegerField()
+    failures = serializers.IntegerField()
+    success_rate = serializers.FloatField(allow_null=True, help_text="Check-count success rate, %.")
+    error_rate = serializers.FloatField(allow_null=True, help_text="Check-count error rate, %.")
+    avg_ms = serializers.FloatField(**_MS)
+    min_ms = serializers.FloatField(**_MS)
+    max_ms = serializers.FloatField(**_MS)
+    p50_ms = serializers.FloatField(**_MS)
+    p95_ms = serializers.FloatField(**_MS)
+    p99_ms = serializers.FloatField(**_MS)
+
+
+class _Uptimes(S):
+    uptime_24h = serializers.FloatField(**_UPTIME)
+    uptime_7d = serializers.FloatField(**_UPTIME)
+    uptime_30d = serializers.FloatField(**_UPTIME)
+
+
+class SummarySerializer(_Identity, _Latency, _Uptimes):
+    """Per endpoint (or project): latency and rates over the range; uptime to its end."""
+
+    status = serializers.CharField(required=False)
+    sla_target = serializers.FloatField(required=False)
+
+
+class UptimeSerializer(_Identity, _Uptimes):
+    """Time-weighted uptime beside the check-count success rate."""
+
+    success_rate_24h = serializers.FloatField(**_PERCENT)
+    success_rate_7d = serializers.FloatField(**_PERCENT)
+    success_rate_30d = serializers.FloatField(**_PERCENT)
+
+
+class PointSerializer(S):
+    """One bucket of a response-time series."""
+
+    t = serializers.DateTimeField(help_text="Bucket start (UTC).")
+    avg_ms = serializers.FloatField(**_MS)
+    min_ms = serializers.FloatField(**_MS)
+    max_ms = serializers.FloatField(**_MS)
+    p95_ms = serializers.FloatField(**_MS)
+    count = serializers.IntegerField(help_text="Checks in the bucket.")
+    failures = serializers.IntegerField()
+
+
+class SeriesSerializer(_Identity):
+    """A response-time series."""
+
+    points = PointSerializer(many=True)
+
+
+class _Incident(S):
+    id = serializers.UUIDField()
+    endpoint = serializers.UUIDField()
+    started_at = serializers.DateTimeField()
+    resolved_at = serializers.DateTimeField(allow_null=True)
+    duration_seconds = serializers.FloatField(allow_null=True)
+    cause = serializers.CharField()
+
+
+class _AvailabilityBucket(S):
+    t = serializers.DateTimeField()
+    uptime = serializers.FloatField(**_UPTIME)
+    downtime_s = serializers.FloatField()
+
+
+class AvailabilitySerializer(_Identity):
+    """Uptime per bucket and the downtime incidents inside the range."""
+
+    uptime = serializers.FloatField(**_UPTIME)
+    downtime_s = serializers.FloatField()
+    buckets = _AvailabilityBucket(many=True)
+    incidents = _Incident(many=True)
+
+
+class _ErrorPoint(S):
+    t = serializers.DateTimeField()
+    checks = serializers.IntegerField()
+    failures = serializers.IntegerField()
+    error_rate = serializers.FloatField(**_PERCENT)
+
+
+class _Cause(S):
+    error = serializers.CharField()
+    count = serializers.IntegerField()
+
+
+class ErrorsSerializer(_Identity):
+    """Failures, error rate against the previous period of the same length, trend, causes."""
+
+    checks = serializers.IntegerField()
+    failures = serializers.IntegerField()
+    error_rate = serializers.FloatField(**_PERCENT)
+    previous_error_rate = serializers.FloatField(**_PERCENT)
+    error_rate_change = serializers.FloatField(
+        allow_null=True, help_text="Percentage points versus the previous period."
+    )
+    trend = _ErrorPoint(many=True)
+    top_errors = _Cause(many=True, help_text="From raw checks (kept RAW_RETENTION_DAYS).")
+
+
+class TierSerializer(S):
+    """One SLA tier's standing."""
+
+    target = serializers.FloatField()
+    tier = serializers.CharField()
+    uptime = serializers.FloatField(**_UPTIME)
+    allowed_downtime_month_s = serializers.FloatField(help_text="Per 30-day month.")
+    allowed_downtime_year_s = serializers.FloatField(help_text="Per 365-day year.")
+    allowed_downtime_s = serializers.FloatField(help_text="For the watched time of the range.")
+    downtime_s = serializers.FloatField()
+    budget_remaining_s = serializers.FloatField(help_text="Allowed minus used, not below 0.")
+    compliant = serializers.BooleanField(allow_null=True)
+
+
+class SlaSerializer(_Identity):
+    """Uptime over the range and the three tiers side by side."""
+
+    sla_target = serializers.FloatField(required=False)
+    uptime = serializers.FloatField(**_UPTIME)
+    watched_s = serializers.FloatField(help_text="Seconds watched (not paused) in the range.")
+    downtime_s = serializers.FloatField()
+    tiers = TierSerializer(many=True)
+
+
+class CompareSerializer(SummarySerializer):
+    """One endpoint of a comparison."""
+
+    sla = TierSerializer(help_text="At the endpoint's own SLA target.")
+    points = PointSerializer(many=True)
+
+
+class CompareResponseSerializer(S):
+    """A comparison: the resolved range and one row per endpoint, in the order asked."""
+
+    to = serializers.DateTimeField()
+    bucket = serializers.ChoiceField(choices=["5m", "1h", "1d"])
+    results = CompareSerializer(many=True)
+
+    def get_fields(self) -> dict[str, serializers.Field]:
+        """The declared fields plus `from`, a Python keyword."""
+        return {"from": serializers.DateTimeField(), **super().get_fields()}

@@ -1,0 +1,190 @@
+"""Analytics API: summary, response time, uptime, availability, errors, SLA, comparison."""
+
+from collections.abc import Callable
+from typing import Any
+
+from django.db.models import QuerySet
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import renderers, viewsets
+from rest_framework.decorators import action
+from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from accounts.access import access_endpoint, access_project
+from accounts.models import Project
+from accounts.permissions import caller
+from analytics import reports
+from analytics.api import serializers as shapes
+from analytics.api.params import Query, QuerySerializer
+from analytics.api.renderers import CSVRenderer
+from apikeys.models import Scope
+from healthmon.errors import ProblemJSONRenderer
+from healthmon.pagination import PageNumberPagination
+from monitoring.models import Endpoint
+
+_RANGE = [
+    OpenApiParameter("from", OpenApiTypes.DATETIME, description="Start (ISO 8601, UTC)."),
+    OpenApiParameter("to", OpenApiTypes.DATETIME, description="End (ISO 8601; default now)."),
+    OpenApiParameter("period", str, enum=["24h", "7d", "30d"], description="Default 24h."),
+    OpenApiParameter("endpoint", OpenApiTypes.UUID, description="Only this endpoint."),
+    OpenApiParameter("project", OpenApiTypes.UUID, description="Only this project."),
+    OpenApiParameter("group_by", str, enum=["endpoint", "project"]),
+]
+_BUCKET = OpenApiParameter("bucket", str, enum=["5m", "1h", "1d"])
+_CSV = OpenApiParameter("format", str, enum=["json", "csv"], description="csv: one row per point.")
+_TARGET = OpenApiParameter("target", str, enum=["99.9", "99.95", "99.99"])
+_ENDPOINTS = OpenApiParameter(
+    "endpoints", str, required=True, description="Comma-separated endpoint ids (1 to 10)."
+)
+_WITH_CSV = [renderers.JSONRenderer, ProblemJSONRenderer, CSVRenderer]
+
+
+class AnalyticsPagination(PageNumberPagination):
+    """Pages of endpoints (or projects), with the resolved range beside the results."""
+
+    def get_paginated_response_schema(self, schema: dict[str, Any]) -> dict[str, Any]:
+        """The page plus `from`, `to` and `bucket`."""
+        paged = super().get_paginated_response_schema(schema)
+        paged["properties"].update(
+            {
+                "from": {"type": "string", "format": "date-time"},
+                "to": {"type": "string", "format": "date-time"},
+                "bucket": {"type": "string", "enum": ["5m", "1h", "1d"]},
+            }
+        )
+        return paged
+
+
+def _report(summary: str, serializer: type, *extra: OpenApiParameter) -> Callable:
+    return extend_schema(
+        summary=summary, parameters=[*_RANGE, *extra], responses={200: serializer(many=True)}
+    )
+
+
+@extend_schema(tags=["analytics"])
+class AnalyticsViewSet(viewsets.GenericViewSet):
+    """Read-only analytics over the endpoints the caller can see."""
+
+    read_scope = Scope.ANALYTICS_READ
+    pagination_class = AnalyticsPagination
+    filter_backends: list[Any] = []
+
+    def get_queryset(self) -> QuerySet[Endpoint]:
+        """Visible endpoints (schema generation sees none)."""
+        if getattr(self, "swagger_fake_view", False):
+            return Endpoint.objects.none()
+        return Endpoint.objects.visible_to(caller(self.request)).defer("target", "config")
+
+    def handle_exception(self, exc: Exception) -> Response:
+        """Errors stay problem+json even when CSV was asked for."""
+        if isinstance(getattr(self.request, "accepted_renderer", None), CSVRenderer):
+            self.request.accepted_renderer = renderers.JSONRenderer()
+        return super().handle_exception(exc)
+
+    def _query(self) -> Query:
+        params = QuerySerializer(data=self.request.query_params)
+        params.is_valid(raise_exception=True)
+        return params.validated_data["query"]
+
+    def _items(self, query: Query) -> reports.Items:
+        """The page of endpoints (or projects) the report covers; a foreign id is a 404."""
+        user = caller(self.request)
+        endpoints = self.get_queryset()
+        if query.endpoint is not None:
+            endpoints = endpoints.filter(pk=access_endpoint(user, query.endpoint).pk)
+        if query.project is not None:
+            endpoints = endpoints.filter(project=access_project(user, query.project))
+        if query.group_by == "endpoint":
+            return reports.Items("endpoint", self.paginate_queryset(endpoints) or [])
+        projects = Project.objects.visible_to(user)
+        if query.project is not None:
+            projects = projects.filter(pk=query.project)
+        if query.endpoint is not None:
+            projects = projects.filter(endpoints__pk=query.endpoint)
+        page = self.paginate_queryset(projects) or []
+        return reports.Items("project", list(endpoints.filter(project__in=page)), page)
+
+    def _page(self, query: Query, rows: list[dict[str, Any]]) -> Response:
+        response = self.get_paginated_response(rows)
+        response.data.update(
+            {"from": query.window.start, "to": query.window.end, "bucket": query.bucket}
+        )
+        return response
+
+    @_report("Per endpoint: response time, rates and uptime", shapes.SummarySerializer)
+    @action(detail=False)
+    def summary(self, request: Request) -> Response:
+        """Latency (avg/min/max/p50/p95/p99), success and error rate over the range, and
+        time-weighted uptime over 24 h, 7 d and 30 d up to its end."""
+        query = self._query()
+        rows = reports.summary(self._items(query), query.window, query.now)
+        return self._page(query, rows)
+
+    @_report("Response-time series", shapes.SeriesSerializer, _BUCKET, _CSV)
+    @action(detail=False, url_path="response-time", renderer_classes=_WITH_CSV)
+    def response_time(self, request: Request) -> Response:
+        """Per endpoint (or project), one point per bucket: avg, min, max, p95, count."""
+        query = self._query()
+        rows = reports.response_time(self._items(query), query.window, query.bucket)
+        return self._page(query, rows)
+
+    @_report("Uptime over 24 h, 7 d and 30 d", shapes.UptimeSerializer)
+    @action(detail=False)
+    def uptime(self, request: Request) -> Response:
+        """Time-weighted uptime with the check-count success rate beside it."""
+        query = self._query()
+        rows = reports.uptime(self._items(query), query.window.end, query.now)
+        return self._page(query, rows)
+
+    @_report(
+        "Availability per bucket, with downtime incidents", shapes.AvailabilitySerializer, _BUCKET
+    )
+    @action(detail=False)
+    def availability(self, request: Request) -> Response:
+        """Uptime % per bucket over the range and the incidents inside it."""
+        query = self._query()
+        rows = reports.availability(self._items(query), query.window, query.bucket, query.now)
+        return self._page(query, rows)
+
+    @_report("Failures, error rate, trend and top causes", shapes.ErrorsSerializer, _BUCKET)
+    @action(detail=False)
+    def errors(self, request: Request) -> Response:
+        """Error rate over the range against the period before it, per bucket, and causes."""
+        query = self._query()
+        rows = reports.errors(self._items(query), query.window, query.bucket)
+        return self._page(query, rows)
+
+    @_report("SLA compliance, three tiers side by side", shapes.SlaSerializer, _TARGET, _CSV)
+    @action(detail=False, renderer_classes=_WITH_CSV)
+    def sla(self, request: Request) -> Response:
+        """Uptime over the range (default 24 h; use period=30d for the month) per tier."""
+        query = self._query()
+        rows = reports.sla(self._items(query), query.window, query.now, query.targets)
+        return self._page(query, rows)
+
+    @extend_schema(
+        summary="Several endpoints side by side",
+        parameters=[_ENDPOINTS, *_RANGE[:3], _BUCKET],
+        responses={200: shapes.CompareResponseSerializer},
+    )
+    @action(detail=False, pagination_class=None)
+    def compare(self, request: Request) -> Response:
+        """Summary figures, SLA at each one's target, and series, in the order asked."""
+        query = self._query()
+        if not query.endpoints:
+            raise ValidationError({"endpoints": ["This parameter is required."]})
+        found = self.get_queryset().in_bulk(query.endpoints)
+        if len(found) != len(query.endpoints):
+            raise NotFound()
+        endpoints = [found[pk] for pk in query.endpoints]
+        rows = reports.compare(endpoints, query.window, query.bucket, query.now)
+        return Response(
+            {
+                "from": query.window.start,
+                "to": query.window.end,
+                "bucket": query.bucket,
+                "results": rows,
+            }
+        )

@@ -1,0 +1,304 @@
+"""The analytics reports the API serves, composed from `selectors` with a bounded number of
+queries whatever the number of endpoints on the page.
+
+Every report takes items (endpoints, or projects with their endpoints) the caller may
+see; it never widens them.
+"""
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+from uuid import UUID
+
+from django.db.models import Count
+
+from accounts.models import Project
+from analytics import selectors
+from analytics.models import TIERS
+from analytics.selectors import Coverage, Latency
+from analytics.windows import BUCKETS, PERIODS, Window
+from monitoring.models import CheckResult, Endpoint, Incident
+
+
+@dataclass
+class Items:
+    """What a report is about: endpoints, or projects each standing for its endpoints."""
+
+    group_by: str
+    endpoints: Sequence[Endpoint]
+    projects: Sequence[Project] = ()
+
+    @property
+    def endpoint_ids(self) -> list[UUID]:
+        """Every endpoint involved."""
+        return [endpoint.pk for endpoint in self.endpoints]
+
+    def rows(self) -> list[tuple[UUID, dict[str, Any], list[Endpoint]]]:
+        """(key, identity fields, endpoints) per item, in page order."""
+        if self.group_by == "endpoint":
+            return [
+                (endpoint.pk, _endpoint_identity(endpoint), [endpoint])
+                for endpoint in self.endpoints
+            ]
+        members: dict[UUID, list[Endpoint]] = defaultdict(list)
+        for endpoint in self.endpoints:
+            members[endpoint.project_id].append(endpoint)
+        return [
+            (project.pk, {"project": str(project.pk), "name": project.name}, members[project.pk])
+            for project in self.projects
+        ]
+
+
+def _endpoint_identity(endpoint: Endpoint) -> dict[str, Any]:
+    return {
+        "endpoint": str(endpoint.pk),
+        "name": endpoint.name,
+        "project": str(endpoint.project_id),
+    }
+
+
+def _sum_coverage(
+    covered: dict[UUID, Coverage], endpoints: Sequence[Endpoint], within: Window | None = None
+) -> tuple[float, float]:
+    watched = down = 0.0
+    for endpoint in endpoints:
+        w, d = covered[endpoint.pk].seconds(within)
+        watched, down = watched + w, down + d
+    return watched, down
+
+
+def _uptimes(
+    covered: dict[UUID, Coverage], endpoints: Sequence[Endpoint], end: datetime
+) -> dict[str, float | None]:
+    return {
+        f"uptime_{name}": selectors.uptime_percent(
+            *_sum_coverage(covered, endpoints, Window(end - length, end))
+        )
+        for name, length in PERIODS.items()
+    }
+
+
+def summary(items: Items, window: Window, now: datetime) -> list[dict[str, Any]]:
+    """Per item: latency and rates over the window; uptime over 24 h, 7 d and 30 d to its end."""
+    figures = selectors.latency(items.endpoint_ids, window, items.group_by)
+    end = min(window.end, now)
+    covered = selectors.coverage(items.endpoints, Window(end - PERIODS["30d"], end), now)
+    rows = []
+    for key, identity, endpoints in items.rows():
+        extra = {}
+        if items.group_by == "endpoint":
+            extra = {"status": endpoints[0].status, "sla_target": endpoints[0].sla_target}
+        stats = figures.get(key, Latency())
+        rows.append({**identity, **extra, **stats.figures(), **_uptimes(covered, endpoints, end)})
+    return rows
+
+
+def uptime(items: Items, end: datetime, now: datetime) -> list[dict[str, Any]]:
+    """Per item: time-weighted uptime and check success rate over 24 h, 7 d and 30 d."""
+    end = min(end, now)
+    covered = selectors.coverage(items.endpoints, Window(end - PERIODS["30d"], end), now)
+    rates = {
+        name: selectors.latency(items.endpoint_ids, Window(end - length, end), items.group_by)
+        for name, length in PERIODS.items()
+    }
+    rows = []
+    for key, identity, endpoints in items.rows():
+        row = {**identity, **_uptimes(covered, endpoints, end)}
+        for name in PERIODS:
+            row[f"success_rate_{name}"] = rates[name].get(key, Latency()).figures()["success_rate"]
+        rows.append(row)
+    return rows
+
+
+def response_time(items: Items, window: Window, bucket: str) -> list[dict[str, Any]]:
+    """Per item: a series of {t, avg_ms, min_ms, max_ms, p95_ms, count} per bucket."""
+    width = BUCKETS[bucket]
+    tier = next(tier for tier in TIERS if tier.width == width)
+    points = selectors.series(tier, items.endpoint_ids, window, items.group_by)
+    return [
+        {**identity, "points": selectors.series_points(points.get(key, {}), window, width)}
+        for key, identity, _ in items.rows()
+    ]
+
+
+def _spread(
+    intervals: Sequence[tuple[datetime, datetime]], starts: list[datetime], width: timedelta
+) -> list[float]:
+    """Seconds of the intervals falling in each bucket."""
+    seconds = [0.0] * len(starts)
+    if not starts:
+        return seconds
+    origin = starts[0]
+    for start, end in intervals:
+        index = max(0, int((start - origin) / width))
+        while index < len(starts) and starts[index] < end:
+            low, high = max(start, starts[index]), min(end, starts[index] + width)
+            if high > low:
+                seconds[index] += (high - low).total_seconds()
+            index += 1
+    return seconds
+
+
+def availability(items: Items, window: Window, bucket: str, now: datetime) -> list[dict[str, Any]]:
+    """Per item: uptime % per bucket and the incidents inside the window."""
+    width = BUCKETS[bucket]
+    covered = selectors.coverage(items.endpoints, window, now)
+    starts = list(window.buckets(width))
+    incidents = _incidents(items.endpoint_ids, window)
+    rows = []
+    for _key, identity, endpoints in items.rows():
+        watched = [0.0] * len(starts)
+        down = [0.0] * len(starts)
+        for endpoint in endpoints:
+            for total, intervals in (
+                (watched, covered[endpoint.pk].watched),
+                (down, covered[endpoint.pk].down),
+            ):
+                for index, seconds in enumerate(_spread(intervals, starts, width)):
+                    total[index] += seconds
+        overall = _sum_coverage(covered, endpoints)
+        members = {endpoint.pk for endpoint in endpoints}
+        rows.append(
+            {
+                **identity,
+                "uptime": selectors.uptime_percent(*overall),
+                "downtime_s": round(overall[1], 3),
+                "buckets": [
+                    {
+                        "t": start,
+                        "uptime": selectors.uptime_percent(watched[i], down[i]),
+                        "downtime_s": round(down[i], 3),
+                    }
+                    for i, start in enumerate(starts)
+                ],
+                "incidents": [i for i in incidents if i["endpoint"] in members],
+            }
+        )
+    return rows
+
+
+def _incidents(endpoint_ids: Sequence[UUID], window: Window) -> list[dict[str, Any]]:
+    found = (
+        Incident.objects.filter(endpoint_id__in=endpoint_ids, started_at__lt=window.end)
+        .exclude(resolved_at__lte=window.start)
+        .order_by("started_at", "id")
+    )
+    return [
+        {
+            "id": str(incident.pk),
+            "endpoint": incident.endpoint_id,
+            "started_at": incident.started_at,
+            "resolved_at": incident.resolved_at,
+            "duration_seconds": incident.duration_seconds,
+            "cause": incident.cause,
+        }
+        for incident in found
+    ]
+
+
+def errors(items: Items, window: Window, bucket: str) -> list[dict[str, Any]]:
+    """Per item: failures and error rate over the window, against the window just before
+    it, per bucket, and the most frequent error causes."""
+    width = BUCKETS[bucket]
+    tier = next(tier for tier in TIERS if tier.width == width)
+    now_figures = selectors.latency(items.endpoint_ids, window, items.group_by)
+    before = selectors.latency(items.endpoint_ids, window.previous(), items.group_by)
+    points = selectors.series(tier, items.endpoint_ids, window, items.group_by)
+    causes = _causes(items, window)
+    rows = []
+    for key, identity, _ in items.rows():
+        current = now_figures.get(key, Latency()).figures()
+        previous = before.get(key, Latency()).figures()
+        change = None
+        if current["error_rate"] is not None and previous["error_rate"] is not None:
+            change = round(current["error_rate"] - previous["error_rate"], 4)
+        trend = [
+            {
+                "t": point["t"],
+                "checks": point["count"],
+                "failures": point["failures"],
+                "error_rate": (
+                    round(100 * point["failures"] / point["count"], 4) if point["count"] else None
+                ),
+            }
+            for point in selectors.series_points(points.get(key, {}), window, width)
+        ]
+        rows.append(
+            {
+                **identity,
+                "checks": current["checks"],
+                "failures": current["failures"],
+                "error_rate": current["error_rate"],
+                "previous_error_rate": previous["error_rate"],
+                "error_rate_change": change,
+                "trend": trend,
+                "top_errors": causes.get(key, []),
+            }
+        )
+    return rows
+
+
+TOP_ERRORS = 10
+
+
+def _causes(items: Items, window: Window) -> dict[UUID, list[dict[str, Any]]]:
+    """Top error texts per item, from raw failed checks (one grouped query)."""
+    key = selectors.GROUP_KEYS[items.group_by]
+    rows = (
+        CheckResult.objects.filter(
+            endpoint_id__in=items.endpoint_ids,
+            ok=False,
+            checked_at__gte=window.start,
+            checked_at__lt=window.end,
+        )
+        .values(key, "error")
+        .order_by()
+        .annotate(count=Count("id"))
+    )
+    grouped: dict[UUID, list[dict[str, Any]]] = defaultdict(list)
+    for row in rows:
+        grouped[row[key]].append({"error": row["error"], "count": row["count"]})
+    return {
+        owner: sorted(found, key=lambda c: (-c["count"], c["error"]))[:TOP_ERRORS]
+        for owner, found in grouped.items()
+    }
+
+
+def sla(
+    items: Items, window: Window, now: datetime, targets: Sequence[float] | None
+) -> list[dict[str, Any]]:
+    """Per item: uptime over the window and each SLA tier's budget side by side."""
+    covered = selectors.coverage(items.endpoints, window, now)
+    rows = []
+    for _key, identity, endpoints in items.rows():
+        watched, down = _sum_coverage(covered, endpoints)
+        extra: dict[str, Any] = {}
+        if items.group_by == "endpoint":
+            extra["sla_target"] = endpoints[0].sla_target
+        rows.append(
+            {
+                **identity,
+                **extra,
+                "uptime": selectors.uptime_percent(watched, down),
+                "watched_s": round(watched, 3),
+                "downtime_s": round(down, 3),
+                "tiers": selectors.sla_tiers(watched, down, targets),
+            }
+        )
+    return rows
+
+
+def compare(
+    endpoints: Sequence[Endpoint], window: Window, bucket: str, now: datetime
+) -> list[dict[str, Any]]:
+    """Several endpoints side by side: summary figures, SLA at their own target, series."""
+    items = Items("endpoint", endpoints)
+    series = {row["endpoint"]: row["points"] for row in response_time(items, window, bucket)}
+    slas = {row["endpoint"]: row for row in sla(items, window, now, None)}
+    rows = []
+    for row in summary(items, window, now):
+        own = [t for t in slas[row["endpoint"]]["tiers"] if t["target"] == row["sla_target"]]
+        rows.append({**row, "sla": own[0], "points": series[row["endpoint"]]})
+    return rows

@@ -1,0 +1,298 @@
+"""Analytics reads: response time, success and error rates, time-weighted uptime, SLA.
+
+Latency and rates come from rollups (a range is tiled by the coarsest rows that fit it);
+uptime comes from incidents: downtime is incident time inside the window, over the time
+the endpoint was watched in it (before creation and while paused do not count).
+"""
+
+import itertools
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+from uuid import UUID
+
+from django.db.models import Count, Max, Min, Q, Sum
+
+from analytics import histogram
+from analytics.models import Rollup
+from analytics.windows import BUCKETS, Window, floor, tiles
+from monitoring.models import (
+    SLA_TIERS,
+    CheckResult,
+    Endpoint,
+    EndpointStatus,
+    Incident,
+    StatusChange,
+)
+
+MONTH = timedelta(days=30).total_seconds()
+YEAR = timedelta(days=365).total_seconds()
+_SUMS = ("count", "failures", "sum_ms", *histogram.FIELDS)
+_AGGREGATES: dict[str, Any] = {
+    **{name: Sum(name) for name in _SUMS},
+    "min_ms": Min("min_ms"),
+    "max_ms": Max("max_ms"),
+}
+# What rollup rows are grouped by: an endpoint or its project.
+GROUP_KEYS = {"endpoint": "endpoint_id", "project": "endpoint__project_id"}
+
+
+@dataclass
+class Latency:
+    """What a set of checks adds up to; response-time figures cover successes only."""
+
+    count: int = 0
+    failures: int = 0
+    sum_ms: float = 0.0
+    min_ms: float | None = None
+    max_ms: float | None = None
+    hist: list[int] = field(default_factory=lambda: [0] * histogram.SIZE)
+
+    def merge(self, row: dict[str, Any]) -> None:
+        """Add an aggregated rollup row."""
+        self.count += row["count"] or 0
+        self.failures += row["failures"] or 0
+        self.sum_ms += row["sum_ms"] or 0.0
+        for name, pick in (("min_ms", min), ("max_ms", max)):
+            if row[name] is not None:
+                mine = getattr(self, name)
+                setattr(self, name, row[name] if mine is None else pick(mine, row[name]))
+        for index, name in enumerate(histogram.FIELDS):
+            self.hist[index] += row[name] or 0
+
+    @property
+    def successes(self) -> int:
+        """Checks that succeeded."""
+        return self.count - self.failures
+
+    def percentile(self, q: float) -> float | None:
+        """The q-th quantile of successful response times, from the histogram."""
+        return histogram.percentile(self.hist, q, self.min_ms, self.max_ms)
+
+    def figures(self) -> dict[str, Any]:
+        """The response-time and rate figures, as the API shows them."""
+        rate = (lambda part: round(100 * part / self.count, 4)) if self.count else None
+        return {
+            "checks": self.count,
+            "failures": self.failures,
+            "success_rate": rate(self.successes) if rate else None,
+            "error_rate": rate(self.failures) if rate else None,
+            "avg_ms": round(self.sum_ms / self.successes, 3) if self.successes else None,
+            "min_ms": self.min_ms,
+            "max_ms": self.max_ms,
+            "p50_ms": self.percentile(0.50),
+            "p95_ms": self.percentile(0.95),
+            "p99_ms": self.percentile(0.99),
+        }
+
+
+def _span_filter(spans: Sequence[tuple[datetime, datetime]]) -> Q:
+    query = Q()
+    for start, end in spans:
+        query |= Q(bucket__gte=start, bucket__lt=end)
+    return query
+
+
+def latency(endpoint_ids: Sequence[UUID], window: Window, group_by: str = "endpoint") -> dict:
+    """Latency and rates per endpoint (or project) over a window: one query per tier."""
+    key = GROUP_KEYS[group_by]
+    totals: dict[UUID, Latency] = defaultdict(Latency)
+    ordered = sorted(tiles(window), key=lambda span: span[0].width)
+    for tier, spans in itertools.groupby(ordered, key=lambda span: span[0]):
+        rows = (
+            tier.objects.filter(endpoint_id__in=endpoint_ids)
+            .filter(_span_filter([(start, end) for _, start, end in spans]))
+            .values(key)
+            .order_by()
+            .annotate(**_AGGREGATES)
+        )
+        for row in rows:
+            totals[row[key]].merge(row)
+    return totals
+
+
+def series(
+    tier: type[Rollup], endpoint_ids: Sequence[UUID], window: Window, group_by: str = "endpoint"
+) -> dict[UUID, dict[datetime, Latency]]:
+    """Latency per bucket of one tier, per endpoint (or project)."""
+    key = GROUP_KEYS[group_by]
+    rows = (
+        tier.objects.filter(endpoint_id__in=endpoint_ids)
+        .between(floor(window.start, tier.width), window.end)
+        .values(key, "bucket")
+        .order_by()
+        .annotate(**_AGGREGATES)
+    )
+    points: dict[UUID, dict[datetime, Latency]] = defaultdict(lambda: defaultdict(Latency))
+    for row in rows:
+        points[row[key]][row["bucket"]].merge(row)
+    return points
+
+
+def series_points(
+    buckets: dict[datetime, Latency], window: Window, width: timedelta
+) -> list[dict[str, Any]]:
+    """A series with every bucket of the window, empty ones included (count 0)."""
+    points = []
+    for start in window.buckets(width):
+        stats = buckets.get(start) or Latency()
+        figures = stats.figures()
+        points.append(
+            {
+                "t": start,
+                "avg_ms": figures["avg_ms"],
+                "min_ms": figures["min_ms"],
+                "max_ms": figures["max_ms"],
+                "p95_ms": figures["p95_ms"],
+                "count": stats.count,
+                "failures": stats.failures,
+            }
+        )
+    return points
+
+
+# --- Time-weighted uptime -------------------------------------------------------------------
+
+Interval = tuple[datetime, datetime]
+
+
+@dataclass
+class Coverage:
+    """When an endpoint was watched within a window, and when it was down."""
+
+    watched: list[Interval] = field(default_factory=list)
+    down: list[Interval] = field(default_factory=list)
+
+    def seconds(self, within: Window | None = None) -> tuple[float, float]:
+        """(watched, down) seconds, optionally restricted to a sub-window."""
+        return _length(self.watched, within), _length(self.down, within)
+
+
+def _length(intervals: Iterable[Interval], within: Window | None) -> float:
+    total = 0.0
+    for start, end in intervals:
+        if within is not None:
+            start, end = max(start, within.start), min(end, within.end)
+        if end > start:
+            total += (end - start).total_seconds()
+    return total
+
+
+def _clip(intervals: Iterable[Interval], window: Window) -> list[Interval]:
+    clipped = [(max(s, window.start), min(e, window.end)) for s, e in intervals]
+    return [(s, e) for s, e in clipped if e > s]
+
+
+def _intersect(first: list[Interval], second: list[Interval]) -> list[Interval]:
+    out = []
+    for a_start, a_end in first:
+        for b_start, b_end in second:
+            start, end = max(a_start, b_start), min(a_end, b_end)
+            if end > start:
+                out.append((start, end))
+    return out
+
+
+def coverage(endpoints: Sequence[Endpoint], window: Window, now: datetime) -> dict[UUID, Coverage]:
+    """Watched and down intervals of each endpoint inside the window (two queries)."""
+    window = Window(window.start, min(window.end, now))
+    if window.end <= window.start:
+        return {endpoint.pk: Coverage() for endpoint in endpoints}
+    ids = [endpoint.pk for endpoint in endpoints]
+    pauses: dict[UUID, list[StatusChange]] = defaultdict(list)
+    for change in (
+        StatusChange.objects.filter(endpoint_id__in=ids, changed_at__lt=window.end)
+        .filter(Q(to_status=EndpointStatus.PAUSED) | Q(from_status=EndpointStatus.PAUSED))
+        .order_by("endpoint_id", "changed_at", "id")
+        .only("endpoint_id", "changed_at", "from_status", "to_status")
+    ):
+        pauses[change.endpoint_id].append(change)
+    down: dict[UUID, list[Interval]] = defaultdict(list)
+    for incident in Incident.objects.filter(endpoint_id__in=ids, started_at__lt=window.end).filter(
+        Q(resolved_at__isnull=True) | Q(resolved_at__gt=window.start)
+    ):
+        down[incident.endpoint_id].append((incident.started_at, incident.resolved_at or now))
+    result = {}
+    for endpoint in endpoints:
+        watched = _clip(_watched(endpoint, pauses[endpoint.pk], now), window)
+        result[endpoint.pk] = Coverage(
+            watched, _intersect(_clip(down[endpoint.pk], window), watched)
+        )
+    return result
+
+
+def _watched(endpoint: Endpoint, changes: list[StatusChange], now: datetime) -> list[Interval]:
+    """From creation to now, less the paused stretches the status history records."""
+    # Paused at creation when the first recorded move is out of a pause.
+    paused = changes[0].from_status == EndpointStatus.PAUSED if changes else not endpoint.enabled
+    intervals, since = [], endpoint.created_at
+    for change in changes:
+        if change.to_status == EndpointStatus.PAUSED and not paused:
+            intervals.append((since, change.changed_at))
+            paused = True
+        elif change.from_status == EndpointStatus.PAUSED and paused:
+            since, paused = change.changed_at, False
+    if not paused:
+        intervals.append((since, now))
+    return intervals
+
+
+def uptime_percent(watched: float, down: float) -> float | None:
+    """Uptime % of watched time; None when nothing was watched."""
+    if watched <= 0:
+        return None
+    return round(100 * (1 - down / watched), 4)
+
+
+def sla_tiers(watched: float, down: float, targets: Sequence[float] | None = None) -> list[dict]:
+    """Each SLA tier's budget and standing for one watched span."""
+    uptime = uptime_percent(watched, down)
+    rows = []
+    for target, label in SLA_TIERS:
+        if targets and target not in targets:
+            continue
+        share = (100 - target) / 100
+        allowed = share * watched
+        rows.append(
+            {
+                "target": target,
+                "tier": label,
+                "uptime": uptime,
+                "allowed_downtime_month_s": round(share * MONTH, 3),
+                "allowed_downtime_year_s": round(share * YEAR, 3),
+                "allowed_downtime_s": round(allowed, 3),
+                "downtime_s": round(down, 3),
+                "budget_remaining_s": round(max(0.0, allowed - down), 3),
+                "compliant": None if uptime is None else uptime >= target,
+            }
+        )
+    return rows
+
+
+def top_errors(endpoint_ids: Sequence[UUID], window: Window, limit: int = 10) -> list[dict]:
+    """The most frequent errors of failed checks in the window (raw checks: within the
+    raw retention only)."""
+    rows = (
+        CheckResult.objects.filter(
+            endpoint_id__in=endpoint_ids,
+            ok=False,
+            checked_at__gte=window.start,
+            checked_at__lt=window.end,
+        )
+        .values("error")
+        .annotate(count=Count("id"))
+        .order_by("-count", "error")[:limit]
+    )
+    return [{"error": row["error"], "count": row["count"]} for row in rows]
+
+
+def bucket_for(window: Window, requested: str | None) -> str:
+    """The bucket asked for, or the finest that keeps a window under ~800 points."""
+    if requested:
+        return requested
+    for name, width in BUCKETS.items():
+        if window.seconds / width.total_seconds() <= 800:
+            return name
+    return "1d"

@@ -1,0 +1,167 @@
+"""Rollup writes: adding ingested checks, rebuilding from raw checks, and retention."""
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+from uuid import UUID
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.utils import timezone
+
+from analytics import histogram
+from analytics.models import TIERS, DayRollup, FiveMinuteRollup, HourRollup, Rollup
+from analytics.windows import ceil, floor
+from monitoring.models import CheckResult, time_ordered_uuid_floor
+
+_CHUNK = 500  # rows per INSERT: well below SQLite's 32,766 parameters
+
+
+@dataclass
+class _Sums:
+    """One rollup row being built in memory."""
+
+    count: int = 0
+    failures: int = 0
+    sum_ms: float = 0.0
+    min_ms: float | None = None
+    max_ms: float | None = None
+    hist: list[int] = field(default_factory=lambda: [0] * histogram.SIZE)
+
+    def add(self, ok: bool, ms: float) -> None:
+        """Count one check; its time joins the latency figures if it succeeded."""
+        self.count += 1
+        if not ok:
+            self.failures += 1
+            return
+        self.sum_ms += ms
+        self.min_ms = ms if self.min_ms is None else min(self.min_ms, ms)
+        self.max_ms = ms if self.max_ms is None else max(self.max_ms, ms)
+        self.hist[histogram.bucket_of(ms)] += 1
+
+
+def _sums_by_bucket(
+    tier: type[Rollup], checks: Iterable[tuple[UUID, datetime, bool, float]]
+) -> dict[tuple[UUID, datetime], _Sums]:
+    rows: dict[tuple[UUID, datetime], _Sums] = {}
+    for endpoint_id, checked_at, ok, ms in checks:
+        key = (endpoint_id, floor(checked_at, tier.width))
+        rows.setdefault(key, _Sums()).add(ok, ms)
+    return rows
+
+
+_COLUMNS = ("endpoint_id", "bucket", "count", "failures", "sum_ms", "min_ms", "max_ms")
+
+
+def _upsert_sql(tier: type[Rollup], rows: int, *, replace: bool) -> str:
+    """INSERT … ON CONFLICT that adds a chunk of rows to the stored ones (or, to rebuild,
+    replaces them). Both SQLite and PostgreSQL speak this form."""
+    table = connection.ops.quote_name(tier._meta.db_table)
+    columns = (*_COLUMNS, *histogram.FIELDS)
+    values = ", ".join(["(" + ", ".join(["%s"] * len(columns)) + ")"] * rows)
+    least = "LEAST" if connection.vendor == "postgresql" else "MIN"
+    greatest = "GREATEST" if connection.vendor == "postgresql" else "MAX"
+    if replace:
+        updates = [f"{name} = EXCLUDED.{name}" for name in columns[2:]]
+    else:
+        additive = ("count", "failures", "sum_ms", *histogram.FIELDS)
+        updates = [f"{name} = {table}.{name} + EXCLUDED.{name}" for name in additive]
+        for name, pick in (("min_ms", least), ("max_ms", greatest)):
+            # NULL (no success yet) on either side leaves the other.
+            updates.append(
+                f"{name} = COALESCE({pick}({table}.{name}, EXCLUDED.{name}), "
+                f"{table}.{name}, EXCLUDED.{name})"
+            )
+    # Only names from the model and the histogram are interpolated; values are parameters.
+    return (
+        f"INSERT INTO {table} ({', '.join(columns)}) VALUES {values} "  # noqa: S608
+        f"ON CONFLICT (endpoint_id, bucket) DO UPDATE SET {', '.join(updates)}"
+    )
+
+
+def _write(tier: type[Rollup], rows: dict[tuple[UUID, datetime], _Sums], *, replace: bool) -> None:
+    pk = tier._meta.get_field("endpoint").target_field
+    bucket_field = tier._meta.get_field("bucket")
+    ordered = sorted(rows.items(), key=lambda item: (str(item[0][0]), item[0][1]))
+    with connection.cursor() as cursor:
+        for start in range(0, len(ordered), _CHUNK):
+            chunk = ordered[start : start + _CHUNK]
+            params: list[Any] = []
+            for (endpoint_id, bucket), sums in chunk:
+                params += [
+                    pk.get_db_prep_value(endpoint_id, connection),
+                    bucket_field.get_db_prep_value(bucket, connection),
+                    sums.count,
+                    sums.failures,
+                    sums.sum_ms,
+                    sums.min_ms,
+                    sums.max_ms,
+                    *sums.hist,
+                ]
+            cursor.execute(_upsert_sql(tier, len(chunk), replace=replace), params)
+
+
+def rollups_add(*, checks: Sequence[CheckResult]) -> None:
+    """Add newly stored checks to the rollups of every tier, in a few batched upserts.
+
+    Run inside the transaction that stores the checks, which holds their endpoints' row
+    locks: rows of one endpoint are never upserted by two transactions at once.
+    """
+    facts = [(c.endpoint_id, c.checked_at, c.ok, c.response_time_ms) for c in checks]
+    if facts:
+        for tier in TIERS:
+            _write(tier, _sums_by_bucket(tier, facts), replace=False)
+
+
+@transaction.atomic
+def rollups_rebuild(*, endpoint_ids: Sequence[UUID], start: datetime, end: datetime) -> int:
+    """Recompute every tier's rows for the endpoints from their raw checks.
+
+    [start, end) is widened to whole days so that each row rebuilt is complete; rows
+    without any check left in that span are removed. Returns the checks read.
+    """
+    start, end = floor(start, DayRollup.width), ceil(end, DayRollup.width)
+    checks = list(
+        CheckResult.objects.filter(
+            endpoint_id__in=endpoint_ids, checked_at__gte=start, checked_at__lt=end
+        ).values_list("endpoint_id", "checked_at", "ok", "response_time_ms")
+    )
+    for tier in TIERS:
+        tier.objects.filter(endpoint_id__in=endpoint_ids).between(start, end).delete()
+        _write(tier, _sums_by_bucket(tier, checks), replace=True)
+    return len(checks)
+
+
+RETENTION_BATCH = 20_000
+
+
+def _delete_before(model: Any, column: str, cutoff: Any) -> int:
+    """Delete rows older than the cutoff in batches, so no one statement holds locks
+    on millions of rows or grows the WAL by gigabytes at once."""
+    deleted = 0
+    while True:
+        batch = model.objects.filter(**{f"{column}__lt": cutoff}).order_by(column)
+        ids = list(batch.values_list("pk", flat=True)[:RETENTION_BATCH])
+        if not ids:
+            return deleted
+        deleted += model.objects.filter(pk__in=ids).delete()[0]
+
+
+def retention_run(*, now: datetime | None = None) -> dict[str, int]:
+    """Delete raw checks and rollups past their retention; daily rollups stay forever."""
+    now = now or timezone.now()
+    days = timedelta(days=1)
+    return {
+        # Check ids are UUIDv7, made as the check is stored: the primary key orders
+        # them by time, so no index on the time column is needed to find old ones.
+        "checks": _delete_before(
+            CheckResult, "id", time_ordered_uuid_floor(now - settings.RAW_RETENTION_DAYS * days)
+        ),
+        "rollups_5m": _delete_before(
+            FiveMinuteRollup, "bucket", now - settings.ROLLUP_5M_RETENTION_DAYS * days
+        ),
+        "rollups_1h": _delete_before(
+            HourRollup, "bucket", now - settings.ROLLUP_1H_RETENTION_DAYS * days
+        ),
+    }

@@ -1,0 +1,76 @@
+"""Time ranges of analytics queries, and how rollup tiers tile them."""
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from analytics.models import TIERS, Rollup
+
+PERIODS = {"24h": timedelta(hours=24), "7d": timedelta(days=7), "30d": timedelta(days=30)}
+BUCKETS = {"5m": timedelta(minutes=5), "1h": timedelta(hours=1), "1d": timedelta(days=1)}
+MAX_RANGE = timedelta(days=400)
+MAX_POINTS = 10_000
+
+
+def floor(moment: datetime, width: timedelta) -> datetime:
+    """The start of the width-aligned bucket (from the Unix epoch, UTC) holding a moment."""
+    seconds = int(width.total_seconds())
+    stamp = int(moment.timestamp() // 1)
+    return datetime.fromtimestamp(stamp - stamp % seconds, UTC)
+
+
+def ceil(moment: datetime, width: timedelta) -> datetime:
+    """The first bucket start at or after a moment."""
+    start = floor(moment, width)
+    return start if start == moment else start + width
+
+
+@dataclass(frozen=True)
+class Window:
+    """A time range [start, end) in UTC."""
+
+    start: datetime
+    end: datetime
+
+    @property
+    def seconds(self) -> float:
+        """Its length."""
+        return (self.end - self.start).total_seconds()
+
+    def previous(self) -> "Window":
+        """The window of the same length just before this one."""
+        return Window(self.start - (self.end - self.start), self.start)
+
+    def buckets(self, width: timedelta) -> Iterator[datetime]:
+        """Starts of the width-aligned buckets that overlap the window."""
+        moment = floor(self.start, width)
+        while moment < self.end:
+            yield moment
+            moment += width
+
+
+def tiles(window: Window) -> list[tuple[type[Rollup], datetime, datetime]]:
+    """Split a window into spans, each read from the coarsest tier whose whole buckets fit.
+
+    Rows are selected by bucket start, so the window counts from its first 5-minute
+    boundary, and its last bucket may be partial (it ends at "now").
+    """
+    return _tile(ceil(window.start, TIERS[0].width), window.end, len(TIERS) - 1)
+
+
+def _tile(
+    start: datetime, end: datetime, level: int
+) -> list[tuple[type[Rollup], datetime, datetime]]:
+    if start >= end:
+        return []
+    tier = TIERS[level]
+    if level == 0:
+        return [(tier, start, end)]
+    first, last = ceil(start, tier.width), floor(end, tier.width)
+    if first >= last:
+        return _tile(start, end, level - 1)
+    return [
+        *_tile(start, first, level - 1),
+        (tier, first, last),
+        *_tile(last, end, level - 1),
+    ]
