@@ -118,10 +118,16 @@ def rollups_add(*, checks: Sequence[CheckResult]) -> None:
 def rollups_rebuild(*, endpoint_ids: Sequence[UUID], start: datetime, end: datetime) -> int:
     """Recompute every tier's rows for the endpoints from their raw checks.
 
-    [start, end) is widened to whole days so that each row rebuilt is complete; rows
-    without any check left in that span are removed. Returns the checks read.
+    [start, end) is widened to whole days so that each row rebuilt is complete, then
+    narrowed to the days raw checks still cover in full: rows older than the raw
+    retention are all that is left of their checks and are never touched. Returns the
+    checks read.
     """
-    start, end = floor(start, DayRollup.width), ceil(end, DayRollup.width)
+    kept_since = timezone.now() - timedelta(days=settings.RAW_RETENTION_DAYS)
+    start = max(floor(start, DayRollup.width), ceil(kept_since, DayRollup.width))
+    end = ceil(end, DayRollup.width)
+    if start >= end:
+        return 0
     checks = list(
         CheckResult.objects.filter(
             endpoint_id__in=endpoint_ids, checked_at__gte=start, checked_at__lt=end

@@ -24,7 +24,7 @@ class EndpointAdmin(admin.ModelAdmin):
         "last_checked_at",
     ]
     list_select_related = ["project__organization"]
-    list_filter = ["type", "status", "enabled"]
+    list_filter = ["type", "status", "enabled", "sla_target"]
     search_fields = ["name", "target_masked", "project__name", "project__organization__name", "id"]
     # The clear target and config are not form fields: they are edited through the API, which
     # validates them per type. The admin shows the masked target only.
@@ -40,6 +40,7 @@ class EndpointAdmin(admin.ModelAdmin):
         "enabled",
         "failure_threshold",
         "recovery_threshold",
+        "sla_target",
         "status",
         "detected_type",
         "last_checked_at",

@@ -86,6 +86,7 @@ def test_editing_an_endpoint_keeps_its_secrets_and_rules(staff_client, records):
         "timeout_seconds": 5,
         "failure_threshold": 3,
         "recovery_threshold": 1,
+        "sla_target": "99.95",
     }
 
     assert staff_client.post(url, form).status_code == 302
@@ -94,6 +95,7 @@ def test_editing_an_endpoint_keeps_its_secrets_and_rules(staff_client, records):
     assert bad.status_code == 200  # the form again, with the error
     saved = Endpoint.objects.get(pk=endpoint.pk)
     assert (saved.name, saved.interval_seconds, saved.timeout_seconds) == ("Primary DB", 120, 5)
+    assert saved.sla_target == 99.95
     assert saved.target == SECRET_TARGET
     assert saved.config["degraded_threshold_ms"] == 500
 

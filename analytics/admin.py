@@ -1,0 +1,37 @@
+"""Django admin for rollups: browsable for support, written only by ingest and retention."""
+
+from typing import Any
+
+from django.contrib import admin
+from django.http import HttpRequest
+
+from analytics.models import DayRollup, FiveMinuteRollup, HourRollup, Rollup
+
+
+class RollupAdmin(admin.ModelAdmin):
+    """One tier's rows, newest first, read-only."""
+
+    list_display = ["bucket", "endpoint", "count", "failures", "avg_ms", "min_ms", "max_ms"]
+    list_select_related = ["endpoint"]
+    search_fields = ["=endpoint__id", "endpoint__name"]
+    date_hierarchy = "bucket"
+    ordering = ["-bucket"]
+    show_full_result_count = False  # millions of rows: no COUNT(*) per page
+
+    @admin.display(description="Avg ms")
+    def avg_ms(self, row: Rollup) -> str:
+        """Mean response time of the bucket's successful checks."""
+        successes = row.count - row.failures
+        return f"{row.sum_ms / successes:.1f}" if successes else "-"
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        """Only ingest writes rollups."""
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        """Rollups are derived data: repair them with `manage.py rebuild_rollups`."""
+        return False
+
+
+for tier in (FiveMinuteRollup, HourRollup, DayRollup):
+    admin.site.register(tier, RollupAdmin)

@@ -1,0 +1,60 @@
+"""Concurrent ingest into the same rollup rows loses no check (PostgreSQL row locks)."""
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from django.db import connection
+
+from accounts.models import Role, User
+from accounts.services import organization_create
+from analytics.models import TIERS
+from monitoring.config import validate_config
+from monitoring.probes import ProbeResult
+from monitoring.services import CheckOutcome, checks_record, endpoint_create
+from tests.concurrency import race
+from tests.helpers import PASSWORD
+
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.skipif(connection.vendor != "postgresql", reason="needs row locks (PostgreSQL)"),
+]
+
+T0 = datetime(2026, 11, 20, 10, 0, tzinfo=UTC)
+
+
+def test_batches_racing_into_the_same_buckets_add_up():
+    organization, project = organization_create(name="Acme")
+    User.objects.create_user("o@acme.test", PASSWORD, organization=organization, role=Role.OWNER)
+    endpoints = [
+        endpoint_create(
+            project=project,
+            name=f"E{i}",
+            type="http",
+            target="https://example.com/",
+            config=validate_config("http", {}),
+        )
+        for i in range(4)
+    ]
+
+    def batch(offset: int):
+        def run() -> int:
+            outcomes = [
+                CheckOutcome(
+                    endpoint.pk,
+                    T0 + timedelta(seconds=offset + 10 * n),
+                    T0 + timedelta(seconds=offset + 10 * n),
+                    ProbeResult(ok=True, response_time_ms=1.0 + offset + n),
+                )
+                for endpoint in (endpoints if offset % 2 else reversed(endpoints))
+                for n in range(5)
+            ]
+            return checks_record(outcomes=outcomes)
+
+        return run
+
+    stored = race(*(batch(offset) for offset in range(6)))
+
+    assert stored == [20] * 6
+    for tier in TIERS:
+        rows = tier.objects.filter(endpoint__in=endpoints)
+        assert sorted(row.count for row in rows) == [30] * 4, tier.__name__

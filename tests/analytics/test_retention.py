@@ -1,0 +1,95 @@
+"""Retention: raw checks for RAW_RETENTION_DAYS, 5-minute rollups for their days, hourly
+rollups for 90 days, daily rollups forever; figures read from rollups survive it."""
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+import time_machine
+
+from analytics import services
+from analytics.models import DayRollup, FiveMinuteRollup, HourRollup
+from analytics.tasks import apply_retention
+from monitoring.models import CheckResult
+from tests.analytics.conftest import figures
+
+T0 = datetime(2026, 6, 1, tzinfo=UTC)
+DAY = timedelta(days=1)
+
+
+@pytest.fixture
+def history(cast, make_endpoint, record):
+    """Checks stored on day 0 and on day 20, each stored at the time it ran."""
+    with time_machine.travel(T0 - DAY, tick=False):
+        endpoint = make_endpoint(cast.project)
+    for day in (0, 20):
+        at = T0 + day * DAY
+        with time_machine.travel(at + timedelta(seconds=1), tick=False):
+            record(endpoint, [(at, True, 10.0), (at + timedelta(seconds=30), False, 0.0)])
+    return endpoint
+
+
+def counts():
+    return {
+        "checks": CheckResult.objects.count(),
+        "5m": FiveMinuteRollup.objects.count(),
+        "1h": HourRollup.objects.count(),
+        "1d": DayRollup.objects.count(),
+    }
+
+
+def test_each_kind_of_row_is_kept_for_its_own_time(history):
+    assert counts() == {"checks": 4, "5m": 2, "1h": 2, "1d": 2}
+
+    with time_machine.travel(T0 + 21 * DAY, tick=False):
+        deleted = apply_retention()
+    assert deleted == {"checks": 2, "rollups_5m": 1, "rollups_1h": 0}
+    assert counts() == {"checks": 2, "5m": 1, "1h": 2, "1d": 2}
+
+    with time_machine.travel(T0 + 95 * DAY, tick=False):
+        services.retention_run()
+    assert counts() == {"checks": 0, "5m": 0, "1h": 1, "1d": 2}
+
+    with time_machine.travel(T0 + 3650 * DAY, tick=False):
+        services.retention_run()
+    assert counts() == {"checks": 0, "5m": 0, "1h": 0, "1d": 2}
+
+
+def test_running_it_again_deletes_nothing_more(history):
+    with time_machine.travel(T0 + 21 * DAY, tick=False):
+        services.retention_run()
+        assert services.retention_run() == {"checks": 0, "rollups_5m": 0, "rollups_1h": 0}
+
+
+def test_the_retention_days_come_from_the_settings(history, settings):
+    settings.RAW_RETENTION_DAYS = 30
+    settings.ROLLUP_5M_RETENTION_DAYS = 30
+
+    with time_machine.travel(T0 + 21 * DAY, tick=False):
+        services.retention_run()
+
+    assert counts() == {"checks": 4, "5m": 2, "1h": 2, "1d": 2}
+
+
+def test_deletes_go_in_batches(history, monkeypatch):
+    monkeypatch.setattr(services, "RETENTION_BATCH", 1)
+
+    with time_machine.travel(T0 + 21 * DAY, tick=False):
+        assert services.retention_run()["checks"] == 2
+
+
+def test_figures_over_old_days_come_from_rollups_after_retention(api, cast, history):
+    with time_machine.travel(T0 + 100 * DAY, tick=False):
+        services.retention_run()
+        api.as_user(cast.owner)
+        [row] = figures(
+            api.get(
+                "/api/v1/analytics/summary",
+                {
+                    "endpoint": str(history.id),
+                    "from": T0.isoformat(),
+                    "to": (T0 + 30 * DAY).isoformat(),
+                },
+            )
+        )
+
+    assert (row["checks"], row["failures"], row["avg_ms"]) == (4, 2, 10.0)
