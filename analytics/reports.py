@@ -82,7 +82,7 @@ def _uptimes(
 
 def summary(items: Items, window: Window, now: datetime) -> list[dict[str, Any]]:
     """Per item: latency and rates over the window; uptime over 24 h, 7 d and 30 d to its end."""
-    figures = selectors.latency(items.endpoint_ids, window, items.group_by)
+    figures = selectors.latency(items.endpoint_ids, window, now, items.group_by)
     end = min(window.end, now)
     covered = selectors.coverage(items.endpoints, Window(end - PERIODS["30d"], end), now)
     rows = []
@@ -100,7 +100,7 @@ def uptime(items: Items, end: datetime, now: datetime) -> list[dict[str, Any]]:
     end = min(end, now)
     covered = selectors.coverage(items.endpoints, Window(end - PERIODS["30d"], end), now)
     rates = {
-        name: selectors.latency(items.endpoint_ids, Window(end - length, end), items.group_by)
+        name: selectors.latency(items.endpoint_ids, Window(end - length, end), now, items.group_by)
         for name, length in PERIODS.items()
     }
     rows = []
@@ -198,13 +198,13 @@ def _incidents(endpoint_ids: Sequence[UUID], window: Window) -> list[dict[str, A
     ]
 
 
-def errors(items: Items, window: Window, bucket: str) -> list[dict[str, Any]]:
+def errors(items: Items, window: Window, bucket: str, now: datetime) -> list[dict[str, Any]]:
     """Per item: failures and error rate over the window, against the window just before
     it, per bucket, and the most frequent error causes."""
     width = BUCKETS[bucket]
     tier = next(tier for tier in TIERS if tier.width == width)
-    now_figures = selectors.latency(items.endpoint_ids, window, items.group_by)
-    before = selectors.latency(items.endpoint_ids, window.previous(), items.group_by)
+    now_figures = selectors.latency(items.endpoint_ids, window, now, items.group_by)
+    before = selectors.latency(items.endpoint_ids, window.previous(), now, items.group_by)
     points = selectors.series(tier, items.endpoint_ids, window, items.group_by)
     causes = _causes(items, window)
     rows = []

@@ -95,11 +95,13 @@ def _span_filter(spans: Sequence[tuple[datetime, datetime]]) -> Q:
     return query
 
 
-def latency(endpoint_ids: Sequence[UUID], window: Window, group_by: str = "endpoint") -> dict:
+def latency(
+    endpoint_ids: Sequence[UUID], window: Window, now: datetime, group_by: str = "endpoint"
+) -> dict[UUID, Latency]:
     """Latency and rates per endpoint (or project) over a window: one query per tier."""
     key = GROUP_KEYS[group_by]
     totals: dict[UUID, Latency] = defaultdict(Latency)
-    ordered = sorted(tiles(window), key=lambda span: span[0].width)
+    ordered = sorted(tiles(window, now), key=lambda span: span[0].width)
     for tier, spans in itertools.groupby(ordered, key=lambda span: span[0]):
         rows = (
             tier.objects.filter(endpoint_id__in=endpoint_ids)

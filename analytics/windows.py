@@ -49,13 +49,19 @@ class Window:
             moment += width
 
 
-def tiles(window: Window) -> list[tuple[type[Rollup], datetime, datetime]]:
+def tiles(window: Window, now: datetime) -> list[tuple[type[Rollup], datetime, datetime]]:
     """Split a window into spans, each read from the coarsest tier whose whole buckets fit.
 
     Rows are selected by bucket start, so the window counts from its first 5-minute
-    boundary, and its last bucket may be partial (it ends at "now").
+    boundary (first hour boundary when it spans more than two days: a few minutes of a
+    week move no figure, and reading ~60 rows instead of ~90 per endpoint does). A window
+    reaching now reads the current day's row whole: nothing lies after now.
     """
-    return _tile(ceil(window.start, TIERS[0].width), window.end, len(TIERS) - 1)
+    step = TIERS[0].width if window.seconds <= 2 * 86_400 else TIERS[1].width
+    end = window.end
+    if end >= now:
+        end = max(end, ceil(now, TIERS[-1].width))
+    return _tile(ceil(window.start, step), end, len(TIERS) - 1)
 
 
 def _tile(

@@ -276,7 +276,15 @@ class StatusChange(models.Model):
 
     class Meta:
         ordering = ["-changed_at", "-id"]
-        indexes = [models.Index(fields=["endpoint", "changed_at"], name="status_endpoint_idx")]
+        indexes = [
+            models.Index(fields=["endpoint", "changed_at"], name="status_endpoint_idx"),
+            # Uptime reads when each endpoint was paused: a sliver of its status history.
+            models.Index(
+                fields=["endpoint", "changed_at"],
+                name="status_pause_idx",
+                condition=Q(to_status="paused") | Q(from_status="paused"),
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.endpoint_id}: {self.from_status} → {self.to_status}"

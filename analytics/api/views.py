@@ -153,7 +153,7 @@ class AnalyticsViewSet(viewsets.GenericViewSet):
     def errors(self, request: Request) -> Response:
         """Error rate over the range against the period before it, per bucket, and causes."""
         query = self._query()
-        rows = reports.errors(self._items(query), query.window, query.bucket)
+        rows = reports.errors(self._items(query), query.window, query.bucket, query.now)
         return self._page(query, rows)
 
     @_report("SLA compliance, three tiers side by side", shapes.SlaSerializer, _TARGET, _CSV)
