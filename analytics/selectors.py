@@ -205,7 +205,9 @@ def coverage(endpoints: Sequence[Endpoint], window: Window, now: datetime) -> di
     ids = [endpoint.pk for endpoint in endpoints]
     pauses: dict[UUID, list[StatusChange]] = defaultdict(list)
     for change in (
-        StatusChange.objects.filter(endpoint_id__in=ids, changed_at__lt=window.end)
+        # The whole pause history: whether it was paused at creation shows in the first
+        # move, which may come after the window.
+        StatusChange.objects.filter(endpoint_id__in=ids)
         .filter(Q(to_status=EndpointStatus.PAUSED) | Q(from_status=EndpointStatus.PAUSED))
         .order_by("endpoint_id", "changed_at", "id")
         .only("endpoint_id", "changed_at", "from_status", "to_status")

@@ -44,14 +44,16 @@ class CSVRenderer(renderers.BaseRenderer):
         accepted_media_type: str | None = None,
         renderer_context: Mapping[str, Any] | None = None,
     ) -> bytes:
-        """CSV with a header row; datetimes in ISO 8601."""
+        """CSV with a header row (the view's `csv_columns`), even for an empty page;
+        datetimes in ISO 8601."""
         flat = rows(data.get("results", []) if isinstance(data, dict) else [])
+        view = (renderer_context or {}).get("view")
+        columns = getattr(view, "csv_columns", None) or (list(flat[0]) if flat else [])
         out = io.StringIO()
-        if flat:
-            writer = csv.DictWriter(out, fieldnames=list(flat[0]), extrasaction="ignore")
-            writer.writeheader()
-            for row in flat:
-                writer.writerow({k: _iso(_cell(v)) for k, v in row.items()})
+        writer = csv.DictWriter(out, fieldnames=columns, extrasaction="ignore")
+        writer.writeheader()
+        for row in flat:
+            writer.writerow({k: _iso(_cell(v)) for k, v in row.items()})
         return out.getvalue().encode()
 
 

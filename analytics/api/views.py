@@ -39,6 +39,24 @@ _ENDPOINTS = OpenApiParameter(
     "endpoints", str, required=True, description="Comma-separated endpoint ids (1 to 10)."
 )
 _WITH_CSV = [renderers.JSONRenderer, ProblemJSONRenderer, CSVRenderer]
+_IDENTITY = ["endpoint", "project", "name"]
+CSV_COLUMNS = {
+    "response_time": [*_IDENTITY, "t", "avg_ms", "min_ms", "max_ms", "p95_ms", "count", "failures"],
+    "sla": [
+        *_IDENTITY,
+        "sla_target",
+        "watched_s",
+        "target",
+        "tier",
+        "uptime",
+        "allowed_downtime_month_s",
+        "allowed_downtime_year_s",
+        "allowed_downtime_s",
+        "downtime_s",
+        "budget_remaining_s",
+        "compliant",
+    ],
+}
 
 
 class AnalyticsPagination(PageNumberPagination):
@@ -76,6 +94,11 @@ class AnalyticsViewSet(viewsets.GenericViewSet):
         if getattr(self, "swagger_fake_view", False):
             return Endpoint.objects.none()
         return Endpoint.objects.visible_to(caller(self.request)).defer("target", "config")
+
+    @property
+    def csv_columns(self) -> list[str] | None:
+        """The CSV header of this action (one row per point or tier)."""
+        return CSV_COLUMNS.get(self.action or "")
 
     def handle_exception(self, exc: Exception) -> Response:
         """Errors stay problem+json even when CSV was asked for."""
