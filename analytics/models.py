@@ -26,7 +26,10 @@ class Rollup(models.Model):
     """What one endpoint's checks in one bucket add up to. Response-time figures cover
     successful checks only: a refused connection answers fast and is no response time."""
 
-    endpoint = models.ForeignKey(Endpoint, on_delete=models.CASCADE, related_name="+")
+    # No index of its own: the unique (endpoint, bucket) serves every lookup by endpoint.
+    endpoint = models.ForeignKey(
+        Endpoint, on_delete=models.CASCADE, related_name="+", db_index=False
+    )
     bucket = models.DateTimeField(help_text="Start of the bucket (UTC).")
     count = models.PositiveIntegerField(default=0, help_text="Checks.")
     failures = models.PositiveIntegerField(default=0, help_text="Failed checks.")

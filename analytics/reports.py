@@ -126,18 +126,32 @@ def response_time(items: Items, window: Window, bucket: str) -> list[dict[str, A
 def _spread(
     intervals: Sequence[tuple[datetime, datetime]], starts: list[datetime], width: timedelta
 ) -> list[float]:
-    """Seconds of the intervals falling in each bucket."""
+    """Seconds of the intervals falling in each bucket, in one pass over the intervals and
+    one over the buckets (a difference array adds the whole buckets in between)."""
     seconds = [0.0] * len(starts)
+    whole = [0] * (len(starts) + 1)
     if not starts:
         return seconds
-    origin = starts[0]
+    origin, span = starts[0], width.total_seconds()
     for start, end in intervals:
-        index = max(0, int((start - origin) / width))
-        while index < len(starts) and starts[index] < end:
-            low, high = max(start, starts[index]), min(end, starts[index] + width)
-            if high > low:
-                seconds[index] += (high - low).total_seconds()
-            index += 1
+        first = int((start - origin).total_seconds() // span)
+        last = int(((end - origin).total_seconds() - 1e-9) // span)
+        first, last = max(first, 0), min(last, len(starts) - 1)
+        if first > last:
+            continue
+        if first == last:
+            seconds[first] += (
+                min(end, starts[first] + width) - max(start, starts[first])
+            ).total_seconds()
+            continue
+        seconds[first] += (starts[first] + width - max(start, starts[first])).total_seconds()
+        seconds[last] += (min(end, starts[last] + width) - starts[last]).total_seconds()
+        whole[first + 1] += 1
+        whole[last] -= 1
+    running = 0
+    for index in range(len(starts)):
+        running += whole[index]
+        seconds[index] += running * span
     return seconds
 
 
@@ -149,15 +163,8 @@ def availability(items: Items, window: Window, bucket: str, now: datetime) -> li
     incidents = _incidents(items.endpoint_ids, window)
     rows = []
     for _key, identity, endpoints in items.rows():
-        watched = [0.0] * len(starts)
-        down = [0.0] * len(starts)
-        for endpoint in endpoints:
-            for total, intervals in (
-                (watched, covered[endpoint.pk].watched),
-                (down, covered[endpoint.pk].down),
-            ):
-                for index, seconds in enumerate(_spread(intervals, starts, width)):
-                    total[index] += seconds
+        watched = _spread([i for e in endpoints for i in covered[e.pk].watched], starts, width)
+        down = _spread([i for e in endpoints for i in covered[e.pk].down], starts, width)
         overall = _sum_coverage(covered, endpoints)
         members = {endpoint.pk for endpoint in endpoints}
         rows.append(
@@ -214,17 +221,14 @@ def errors(items: Items, window: Window, bucket: str, now: datetime) -> list[dic
         change = None
         if current["error_rate"] is not None and previous["error_rate"] is not None:
             change = round(current["error_rate"] - previous["error_rate"], 4)
-        trend = [
-            {
-                "t": point["t"],
-                "checks": point["count"],
-                "failures": point["failures"],
-                "error_rate": (
-                    round(100 * point["failures"] / point["count"], 4) if point["count"] else None
-                ),
-            }
-            for point in selectors.series_points(points.get(key, {}), window, width)
-        ]
+        buckets = points.get(key, {})
+        trend = []
+        for start in window.buckets(width):
+            stats = buckets.get(start) or Latency()
+            rate = round(100 * stats.failures / stats.count, 4) if stats.count else None
+            trend.append(
+                {"t": start, "checks": stats.count, "failures": stats.failures, "error_rate": rate}
+            )
         rows.append(
             {
                 **identity,

@@ -13,14 +13,13 @@ from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
 
-from django.db.models import Count, Max, Min, Q, Sum
+from django.db.models import Max, Min, Q, Sum
 
 from analytics import histogram
 from analytics.models import Rollup
 from analytics.windows import BUCKETS, Window, floor, tiles
 from monitoring.models import (
     SLA_TIERS,
-    CheckResult,
     Endpoint,
     EndpointStatus,
     Incident,
@@ -250,7 +249,9 @@ def uptime_percent(watched: float, down: float) -> float | None:
     return round(100 * (1 - down / watched), 4)
 
 
-def sla_tiers(watched: float, down: float, targets: Sequence[float] | None = None) -> list[dict]:
+def sla_tiers(
+    watched: float, down: float, targets: Sequence[float] | None = None
+) -> list[dict[str, Any]]:
     """Each SLA tier's budget and standing for one watched span."""
     uptime = uptime_percent(watched, down)
     rows = []
@@ -269,27 +270,11 @@ def sla_tiers(watched: float, down: float, targets: Sequence[float] | None = Non
                 "allowed_downtime_s": round(allowed, 3),
                 "downtime_s": round(down, 3),
                 "budget_remaining_s": round(max(0.0, allowed - down), 3),
-                "compliant": None if uptime is None else uptime >= target,
+                # Against the unrounded budget: a rounded uptime could hide a second over.
+                "compliant": None if uptime is None else down <= allowed + 1e-6,
             }
         )
     return rows
-
-
-def top_errors(endpoint_ids: Sequence[UUID], window: Window, limit: int = 10) -> list[dict]:
-    """The most frequent errors of failed checks in the window (raw checks: within the
-    raw retention only)."""
-    rows = (
-        CheckResult.objects.filter(
-            endpoint_id__in=endpoint_ids,
-            ok=False,
-            checked_at__gte=window.start,
-            checked_at__lt=window.end,
-        )
-        .values("error")
-        .annotate(count=Count("id"))
-        .order_by("-count", "error")[:limit]
-    )
-    return [{"error": row["error"], "count": row["count"]} for row in rows]
 
 
 def bucket_for(window: Window, requested: str | None) -> str:

@@ -13,7 +13,7 @@ from django.utils import timezone
 from analytics import histogram
 from analytics.models import TIERS, DayRollup, FiveMinuteRollup, HourRollup, Rollup
 from analytics.windows import ceil, floor
-from monitoring.models import CheckResult, time_ordered_uuid_floor
+from monitoring.models import CheckResult, Endpoint, time_ordered_uuid_floor
 
 _CHUNK = 500  # rows per INSERT: well below SQLite's 32,766 parameters
 
@@ -123,6 +123,13 @@ def rollups_rebuild(*, endpoint_ids: Sequence[UUID], start: datetime, end: datet
     retention are all that is left of their checks and are never touched. Returns the
     checks read.
     """
+    # The locks ingest takes, in its order: no check lands between the read and the write.
+    list(
+        Endpoint.objects.select_for_update()
+        .filter(pk__in=endpoint_ids)
+        .order_by("pk")
+        .values_list("pk")
+    )
     kept_since = timezone.now() - timedelta(days=settings.RAW_RETENTION_DAYS)
     start = max(floor(start, DayRollup.width), ceil(kept_since, DayRollup.width))
     end = ceil(end, DayRollup.width)

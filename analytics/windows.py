@@ -4,6 +4,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+from django.conf import settings
+
 from analytics.models import TIERS, Rollup
 
 PERIODS = {"24h": timedelta(hours=24), "7d": timedelta(days=7), "30d": timedelta(days=30)}
@@ -49,19 +51,80 @@ class Window:
             moment += width
 
 
-def tiles(window: Window, now: datetime) -> list[tuple[type[Rollup], datetime, datetime]]:
+Span = tuple[type[Rollup], datetime, datetime]
+
+
+def tiles(window: Window, now: datetime) -> list[Span]:
     """Split a window into spans, each read from the coarsest tier whose whole buckets fit.
 
     Rows are selected by bucket start, so the window counts from its first 5-minute
     boundary (first hour boundary when it spans more than two days: a few minutes of a
     week move no figure, and reading ~60 rows instead of ~90 per endpoint does). A window
-    reaching now reads the current day's row whole: nothing lies after now.
+    reaching now reads the current day's row whole: nothing lies after now. An edge whose
+    finer rows are past their retention widens to the hours (or days) that hold it.
     """
     step = TIERS[0].width if window.seconds <= 2 * 86_400 else TIERS[1].width
     end = window.end
     if end >= now:
         end = max(end, ceil(now, TIERS[-1].width))
-    return _tile(ceil(window.start, step), end, len(TIERS) - 1)
+    spans = _tile(ceil(window.start, step), end, len(TIERS) - 1)
+    return _within_retention(spans, now)
+
+
+def retention_cutoffs(now: datetime) -> dict[type[Rollup], datetime]:
+    """Per tier, the oldest bucket start retention keeps (daily rows are kept forever)."""
+    days = timedelta(days=1)
+    return {
+        TIERS[0]: now - settings.ROLLUP_5M_RETENTION_DAYS * days,
+        TIERS[1]: now - settings.ROLLUP_1H_RETENTION_DAYS * days,
+    }
+
+
+def _within_retention(spans: list[Span], now: datetime) -> list[Span]:
+    """Move spans whose rows may be deleted to the next tier, widened to its buckets; then
+    drop what a coarser span already covers, so nothing is counted twice."""
+    cutoffs = retention_cutoffs(now)
+    moved: list[Span] = []
+    for tier, start, end in spans:
+        level = TIERS.index(tier)
+        while tier in cutoffs and start < cutoffs[tier]:
+            level += 1
+            tier = TIERS[level]
+            start, end = floor(start, tier.width), ceil(end, tier.width)
+        moved.append((tier, start, end))
+    result: list[Span] = []
+    covered: list[tuple[datetime, datetime]] = []
+    for tier in reversed(TIERS):
+        mine = sorted((start, end) for t, start, end in moved if t is tier)
+        for start, end in _merge(mine):
+            result += [(tier, s, e) for s, e in _subtract(start, end, covered)]
+        covered += mine
+    return sorted(result, key=lambda span: span[1])
+
+
+def _merge(intervals: list[tuple[datetime, datetime]]) -> list[tuple[datetime, datetime]]:
+    merged: list[tuple[datetime, datetime]] = []
+    for start, end in intervals:
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def _subtract(
+    start: datetime, end: datetime, covered: list[tuple[datetime, datetime]]
+) -> list[tuple[datetime, datetime]]:
+    """The parts of [start, end) outside every covered interval."""
+    pieces = [(start, end)]
+    for low, high in covered:
+        pieces = [
+            part
+            for s, e in pieces
+            for part in ((s, min(e, low)), (max(s, high), e))
+            if part[1] > part[0]
+        ]
+    return pieces
 
 
 def _tile(

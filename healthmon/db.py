@@ -1,9 +1,13 @@
 """Database helpers the ORM lacks."""
 
 from collections.abc import Sequence
-from typing import cast
+from typing import Any, cast
 
+from django.contrib.postgres.operations import (
+    AddIndexConcurrently as AddIndexConcurrentlyOnPostgres,
+)
 from django.db import connections, models, router
+from django.db.migrations import AddIndex
 
 
 def update_each(objects: Sequence[models.Model], fields: Sequence[str]) -> None:
@@ -30,3 +34,26 @@ def update_each(objects: Sequence[models.Model], fields: Sequence[str]) -> None:
     ]
     with connection.cursor() as cursor:
         cursor.executemany(sql, rows)
+
+
+class AddIndexConcurrently(AddIndexConcurrentlyOnPostgres):
+    """Build an index without blocking writes on PostgreSQL (CREATE INDEX CONCURRENTLY, in
+    a migration with `atomic = False`); a plain CREATE INDEX elsewhere (SQLite)."""
+
+    def database_forwards(
+        self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any
+    ) -> None:
+        """Concurrently on PostgreSQL only."""
+        if schema_editor.connection.vendor == "postgresql":
+            super().database_forwards(app_label, schema_editor, from_state, to_state)
+        else:
+            AddIndex.database_forwards(self, app_label, schema_editor, from_state, to_state)
+
+    def database_backwards(
+        self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any
+    ) -> None:
+        """Concurrently on PostgreSQL only."""
+        if schema_editor.connection.vendor == "postgresql":
+            super().database_backwards(app_label, schema_editor, from_state, to_state)
+        else:
+            AddIndex.database_backwards(self, app_label, schema_editor, from_state, to_state)

@@ -77,4 +77,5 @@ class AutoSchema(openapi.AutoSchema):
             codes.add("404")
         if self.view.get_throttles():
             codes.add("429")
-        return codes
+        # Views whose query parameters can be invalid or name a foreign id say so.
+        return codes | set(getattr(self.view, "schema_error_codes", ()))

@@ -1,11 +1,12 @@
 """Analytics API: summary, response time, uptime, availability, errors, SLA, comparison."""
 
+import math
 from collections.abc import Callable
 from typing import Any
 
 from django.db.models import QuerySet
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import renderers, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound, ValidationError
@@ -19,6 +20,7 @@ from analytics import reports
 from analytics.api import serializers as shapes
 from analytics.api.params import Query, QuerySerializer
 from analytics.api.renderers import CSVRenderer
+from analytics.windows import BUCKETS
 from apikeys.models import Scope
 from healthmon.errors import ProblemJSONRenderer
 from healthmon.pagination import PageNumberPagination
@@ -40,6 +42,8 @@ _ENDPOINTS = OpenApiParameter(
 )
 _WITH_CSV = [renderers.JSONRenderer, ProblemJSONRenderer, CSVRenderer]
 _IDENTITY = ["endpoint", "project", "name"]
+# Points one answer may hold across its series: ~6 MB of JSON.
+MAX_POINTS_PER_ANSWER = 50_000
 CSV_COLUMNS = {
     "response_time": [*_IDENTITY, "t", "avg_ms", "min_ms", "max_ms", "p95_ms", "count", "failures"],
     "sla": [
@@ -76,9 +80,29 @@ class AnalyticsPagination(PageNumberPagination):
 
 
 def _report(summary: str, serializer: type, *extra: OpenApiParameter) -> Callable:
-    return extend_schema(
-        summary=summary, parameters=[*_RANGE, *extra], responses={200: serializer(many=True)}
-    )
+    responses: dict[Any, Any] = {200: serializer(many=True)}
+    if _CSV in extra:
+        responses = {
+            (200, "application/json"): serializer(many=True),
+            (200, "text/csv"): OpenApiResponse(
+                OpenApiTypes.STR, description="One row per point or tier, with a header row."
+            ),
+        }
+    return extend_schema(summary=summary, parameters=[*_RANGE, *extra], responses=responses)
+
+
+def _check_points(query: Query, series: int) -> None:
+    """Refuse an answer of more than MAX_POINTS_PER_ANSWER points across its series."""
+    points = math.ceil(query.window.seconds / BUCKETS[query.bucket].total_seconds()) + 1
+    if series * points > MAX_POINTS_PER_ANSWER:
+        raise ValidationError(
+            {
+                "bucket": [
+                    f"{series} series of {points} points exceed {MAX_POINTS_PER_ANSWER:,}"
+                    " points: choose a larger bucket or a smaller page_size."
+                ]
+            }
+        )
 
 
 @extend_schema(tags=["analytics"])
@@ -87,6 +111,7 @@ class AnalyticsViewSet(viewsets.GenericViewSet):
 
     read_scope = Scope.ANALYTICS_READ
     pagination_class = AnalyticsPagination
+    schema_error_codes = ("400", "404")  # invalid parameters; a foreign endpoint or project
     filter_backends: list[Any] = []
 
     def get_queryset(self) -> QuerySet[Endpoint]:
@@ -129,6 +154,12 @@ class AnalyticsViewSet(viewsets.GenericViewSet):
         page = self.paginate_queryset(projects) or []
         return reports.Items("project", list(endpoints.filter(project__in=page)), page)
 
+    def _series_items(self, query: Query) -> reports.Items:
+        """The page of a route answering series: their points together stay bounded."""
+        items = self._items(query)
+        _check_points(query, len(items.rows()))
+        return items
+
     def _page(self, query: Query, rows: list[dict[str, Any]]) -> Response:
         response = self.get_paginated_response(rows)
         response.data.update(
@@ -150,7 +181,7 @@ class AnalyticsViewSet(viewsets.GenericViewSet):
     def response_time(self, request: Request) -> Response:
         """Per endpoint (or project), one point per bucket: avg, min, max, p95, count."""
         query = self._query()
-        rows = reports.response_time(self._items(query), query.window, query.bucket)
+        rows = reports.response_time(self._series_items(query), query.window, query.bucket)
         return self._page(query, rows)
 
     @_report("Uptime over 24 h, 7 d and 30 d", shapes.UptimeSerializer)
@@ -168,7 +199,9 @@ class AnalyticsViewSet(viewsets.GenericViewSet):
     def availability(self, request: Request) -> Response:
         """Uptime % per bucket over the range and the incidents inside it."""
         query = self._query()
-        rows = reports.availability(self._items(query), query.window, query.bucket, query.now)
+        rows = reports.availability(
+            self._series_items(query), query.window, query.bucket, query.now
+        )
         return self._page(query, rows)
 
     @_report("Failures, error rate, trend and top causes", shapes.ErrorsSerializer, _BUCKET)
@@ -176,7 +209,7 @@ class AnalyticsViewSet(viewsets.GenericViewSet):
     def errors(self, request: Request) -> Response:
         """Error rate over the range against the period before it, per bucket, and causes."""
         query = self._query()
-        rows = reports.errors(self._items(query), query.window, query.bucket, query.now)
+        rows = reports.errors(self._series_items(query), query.window, query.bucket, query.now)
         return self._page(query, rows)
 
     @_report("SLA compliance, three tiers side by side", shapes.SlaSerializer, _TARGET, _CSV)
@@ -198,6 +231,7 @@ class AnalyticsViewSet(viewsets.GenericViewSet):
         query = self._query()
         if not query.endpoints:
             raise ValidationError({"endpoints": ["This parameter is required."]})
+        _check_points(query, len(query.endpoints))
         found = self.get_queryset().in_bulk(query.endpoints)
         if len(found) != len(query.endpoints):
             raise NotFound()

@@ -15,12 +15,4 @@ class Migration(migrations.Migration):
             name='sla_target',
             field=models.FloatField(choices=[(99.9, 'Standard'), (99.95, 'High'), (99.99, 'Premium')], default=99.9, help_text='The SLA tier the endpoint is held to (uptime %).'),
         ),
-        migrations.AddIndex(
-            model_name='checkresult',
-            index=models.Index(condition=models.Q(('ok', False)), fields=['endpoint', 'checked_at'], name='check_failed_idx'),
-        ),
-        migrations.AddIndex(
-            model_name='statuschange',
-            index=models.Index(condition=models.Q(('to_status', 'paused'), ('from_status', 'paused'), _connector='OR'), fields=['endpoint', 'changed_at'], name='status_pause_idx'),
-        ),
     ]

@@ -1,5 +1,7 @@
 """Concurrent ingest into the same rollup rows loses no check (PostgreSQL row locks)."""
 
+import threading
+import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -9,6 +11,7 @@ from accounts.models import Role, User
 from accounts.services import organization_create
 from analytics.models import TIERS
 from monitoring.config import validate_config
+from monitoring.models import CheckResult
 from monitoring.probes import ProbeResult
 from monitoring.services import CheckOutcome, checks_record, endpoint_create
 from tests.concurrency import race
@@ -58,3 +61,43 @@ def test_batches_racing_into_the_same_buckets_add_up():
     for tier in TIERS:
         rows = tier.objects.filter(endpoint__in=endpoints)
         assert sorted(row.count for row in rows) == [30] * 4, tier.__name__
+
+
+def test_a_rebuild_and_ingest_at_once_lose_no_check(monkeypatch):
+    from analytics import services
+    from tests.analytics.test_rollups import recomputed_from_raw, stored_rollups
+
+    _organization, project = organization_create(name="Acme")
+    endpoint = endpoint_create(
+        project=project,
+        name="E",
+        type="http",
+        target="https://example.com/",
+        config=validate_config("http", {}),
+    )
+    now = datetime.now(UTC)
+
+    def outcome(seconds: int) -> CheckOutcome:
+        at = now - timedelta(seconds=seconds)
+        return CheckOutcome(endpoint.pk, at, at, ProbeResult(ok=True, response_time_ms=5.0))
+
+    checks_record(outcomes=[outcome(s) for s in range(30, 300, 30)])
+    rebuilding, original = threading.Event(), services._sums_by_bucket
+
+    def slow_sums(*args):
+        rebuilding.set()
+        time.sleep(0.5)  # ingest tries to commit here, between the rebuild's read and write
+        return original(*args)
+
+    monkeypatch.setattr(services, "_sums_by_bucket", slow_sums)
+
+    def rebuild() -> int:
+        return services.rollups_rebuild(endpoint_ids=[endpoint.pk], start=now, end=now)
+
+    def ingest() -> int:
+        rebuilding.wait(5)
+        return checks_record(outcomes=[outcome(1)])
+
+    assert race(rebuild, ingest)[1] == 1
+    assert CheckResult.objects.count() == 10
+    assert stored_rollups() == recomputed_from_raw()

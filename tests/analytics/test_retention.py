@@ -93,3 +93,26 @@ def test_figures_over_old_days_come_from_rollups_after_retention(api, cast, hist
         )
 
     assert (row["checks"], row["failures"], row["avg_ms"]) == (4, 2, 10.0)
+
+
+def test_an_old_range_with_uneven_edges_reads_the_days_that_hold_it(api, cast, history, record):
+    hourly = [(T0 + timedelta(days=1, hours=h), True, 20.0) for h in range(48)]
+    with time_machine.travel(T0 + 3 * DAY, tick=False):
+        record(history, hourly)
+    start = T0 + timedelta(days=1, hours=7, minutes=3)  # 5-minute and hourly rows gone
+
+    with time_machine.travel(T0 + 100 * DAY, tick=False):
+        services.retention_run()
+        api.as_user(cast.owner)
+        [row] = figures(
+            api.get(
+                "/api/v1/analytics/summary",
+                {
+                    "endpoint": str(history.id),
+                    "from": start.isoformat(),
+                    "to": (start + timedelta(hours=30)).isoformat(),
+                },
+            )
+        )
+
+    assert (row["checks"], row["avg_ms"]) == (48, 20.0)  # the two whole days, once each

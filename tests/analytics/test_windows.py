@@ -6,10 +6,17 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from analytics.models import DayRollup, FiveMinuteRollup, HourRollup
-from analytics.windows import Window, ceil, tiles
+from analytics.windows import Window, ceil, floor, tiles
 
 NOW = datetime(2026, 11, 21, 10, 37, 12, tzinfo=UTC)
 FIVE = timedelta(minutes=5)
+
+
+@pytest.fixture(autouse=True)
+def _keep_every_tier(settings):
+    """Retention out of the way, but where a test brings it back."""
+    settings.ROLLUP_5M_RETENTION_DAYS = 3660
+    settings.ROLLUP_1H_RETENTION_DAYS = 3660
 
 
 def covered(spans):
@@ -73,3 +80,65 @@ def test_a_range_shorter_than_a_bucket_reads_five_minute_rows():
     assert tiles(Window(start, start + timedelta(minutes=9)), NOW) == [
         (FiveMinuteRollup, start + timedelta(minutes=4), start + timedelta(minutes=9))
     ]
+
+
+@pytest.mark.parametrize("seed", range(200))
+def test_past_retention_edges_widen_without_counting_anything_twice(settings, seed):
+    settings.ROLLUP_5M_RETENTION_DAYS = 14
+    settings.ROLLUP_1H_RETENTION_DAYS = 90
+    rng = seeded(seed)
+    start = NOW - timedelta(days=120) + timedelta(seconds=rng.randrange(115 * 86_400))
+    window = Window(start, start + timedelta(seconds=rng.randrange(60, 9 * 86_400)))
+    if window.end > NOW:
+        return
+
+    spans = tiles(window, NOW)
+    slices = covered(spans)
+
+    assert len(slices) == len(set(slices))
+    for tier, span_start, _ in spans:  # no span reads rows retention has deleted
+        if tier is FiveMinuteRollup:
+            assert span_start >= NOW - timedelta(days=14)
+        if tier is HourRollup:
+            assert span_start >= NOW - timedelta(days=90)
+    wanted = set(covered(tiles(window, NOW - timedelta(days=365))))  # as if nothing expired
+    assert wanted <= set(slices)
+    day = timedelta(days=1)
+    assert min(slices) >= floor(window.start, day)
+    assert max(slices) < ceil(window.end, day)
+
+
+def test_a_30_hour_range_100_days_ago_reads_the_days_that_hold_it(settings):
+    settings.ROLLUP_5M_RETENTION_DAYS = 14
+    settings.ROLLUP_1H_RETENTION_DAYS = 90
+    start = datetime(2026, 8, 10, 7, 3, tzinfo=UTC)
+
+    spans = tiles(Window(start, start + timedelta(hours=30)), NOW)
+
+    day = datetime(2026, 8, 10, tzinfo=UTC)
+    assert spans == [(DayRollup, day, day + timedelta(days=2))]
+
+
+@pytest.mark.parametrize("seed", range(50))
+def test_spreading_intervals_over_buckets_matches_the_plain_sum(seed):
+    from analytics.reports import _spread
+
+    rng = seeded(seed)
+    width = timedelta(minutes=rng.choice([5, 60]))
+    window = Window(NOW - timedelta(hours=30), NOW)
+    starts = list(window.buckets(width))
+    intervals = []
+    for _ in range(rng.randrange(0, 8)):
+        start = window.start + timedelta(seconds=rng.randrange(0, 30 * 3600))
+        intervals.append(
+            (start, min(window.end, start + timedelta(seconds=rng.randrange(1, 40_000))))
+        )
+
+    spread = _spread(intervals, starts, width)
+
+    for index, bucket in enumerate(starts):
+        plain = sum(
+            max(0.0, (min(end, bucket + width) - max(start, bucket)).total_seconds())
+            for start, end in intervals
+        )
+        assert spread[index] == pytest.approx(plain, abs=1e-6)

@@ -26,7 +26,7 @@ class Command(BaseCommand):
         """Rebuild day by day, oldest first."""
         from django.conf import settings
 
-        days = options["days"] or settings.RAW_RETENTION_DAYS
+        days = settings.RAW_RETENTION_DAYS if options["days"] is None else options["days"]
         today = timezone.now().replace(hour=0, minute=0, second=0, microsecond=0)
         ids = list(Endpoint.objects.order_by("pk").values_list("pk", flat=True))
         read = 0
