@@ -150,3 +150,14 @@ def test_one_target_narrows_the_tiers(api, cast, day, at_day_end):
 
     assert row["sla_target"] == 99.95
     assert [tier["target"] for tier in row["tiers"]] == [99.95]
+
+
+def test_a_second_over_budget_is_not_compliant_even_when_uptime_rounds_up():
+    from analytics.selectors import sla_tiers
+
+    [over] = sla_tiers(30 * 86_400, 260, [99.99])  # 259.2 s allowed; uptime rounds to 99.99
+    [exact] = sla_tiers(30 * 86_400, 2_592, [99.9])  # exactly the budget
+
+    assert over["uptime"] == 99.99
+    assert (over["compliant"], over["budget_remaining_s"]) == (False, 0)
+    assert (exact["compliant"], exact["budget_remaining_s"]) == (True, 0)
