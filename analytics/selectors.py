@@ -97,19 +97,21 @@ def _span_filter(spans: Sequence[tuple[datetime, datetime]]) -> Q:
 def latency(
     endpoint_ids: Sequence[UUID], window: Window, now: datetime, group_by: str = "endpoint"
 ) -> dict[UUID, Latency]:
-    """Latency and rates per endpoint (or project) over a window: one query per tier."""
+    """Latency and rates per endpoint (or project) over a window, in one query."""
     key = GROUP_KEYS[group_by]
     totals: dict[UUID, Latency] = defaultdict(Latency)
     ordered = sorted(tiles(window, now), key=lambda span: span[0].width)
-    for tier, spans in itertools.groupby(ordered, key=lambda span: span[0]):
-        rows = (
-            tier.objects.filter(endpoint_id__in=endpoint_ids)
-            .filter(_span_filter([(start, end) for _, start, end in spans]))
-            .values(key)
-            .order_by()
-            .annotate(**_AGGREGATES)
-        )
-        for row in rows:
+    parts = [
+        tier.objects.filter(endpoint_id__in=endpoint_ids)
+        .filter(_span_filter([(start, end) for _, start, end in spans]))
+        .values(key)
+        .order_by()
+        .annotate(**_AGGREGATES)
+        for tier, spans in itertools.groupby(ordered, key=lambda span: span[0])
+    ]
+    if parts:
+        # One round trip: each tier's grouped rows, one after the other.
+        for row in parts[0].union(*parts[1:], all=True):
             totals[row[key]].merge(row)
     return totals
 

@@ -57,13 +57,21 @@ Span = tuple[type[Rollup], datetime, datetime]
 def tiles(window: Window, now: datetime) -> list[Span]:
     """Split a window into spans, each read from the coarsest tier whose whole buckets fit.
 
-    Rows are selected by bucket start, so the window counts from its first 5-minute
-    boundary (first hour boundary when it spans more than two days: a few minutes of a
-    week move no figure, and reading ~60 rows instead of ~90 per endpoint does). A window
+    Rows are selected by bucket start, so the window counts from its first boundary at
+    the resolution its length calls for: 5 minutes up to two days, an hour up to 14 days,
+    a day beyond (a few minutes of a week, or hours of a month, move no figure; reading 30
+    rows per endpoint for a month instead of ~90 does). A window
     reaching now reads the current day's row whole: nothing lies after now. An edge whose
     finer rows are past their retention widens to the hours (or days) that hold it.
     """
-    step = TIERS[0].width if window.seconds <= 2 * 86_400 else TIERS[1].width
+    step = next(
+        (
+            tier.width
+            for tier, days in zip(TIERS, (2, 14), strict=False)
+            if window.seconds <= days * 86_400
+        ),
+        TIERS[-1].width,
+    )
     end = window.end
     if end >= now:
         end = max(end, ceil(now, TIERS[-1].width))
