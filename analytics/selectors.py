@@ -10,7 +10,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 from uuid import UUID
 
 from django.db.models import Max, Min, Q, Sum
@@ -204,21 +204,24 @@ def coverage(endpoints: Sequence[Endpoint], window: Window, now: datetime) -> di
     if window.end <= window.start:
         return {endpoint.pk: Coverage() for endpoint in endpoints}
     ids = [endpoint.pk for endpoint in endpoints]
-    pauses: dict[UUID, list[StatusChange]] = defaultdict(list)
-    for change in (
+    pauses: dict[UUID, list[_Move]] = defaultdict(list)
+    # Tuples, not model instances: a page of endpoints can have thousands of these rows.
+    for endpoint_id, changed_at, from_status, to_status in (
         # The whole pause history: whether it was paused at creation shows in the first
         # move, which may come after the window.
         StatusChange.objects.filter(endpoint_id__in=ids)
         .filter(Q(to_status=EndpointStatus.PAUSED) | Q(from_status=EndpointStatus.PAUSED))
         .order_by("endpoint_id", "changed_at", "id")
-        .only("endpoint_id", "changed_at", "from_status", "to_status")
+        .values_list("endpoint_id", "changed_at", "from_status", "to_status")
     ):
-        pauses[change.endpoint_id].append(change)
+        pauses[endpoint_id].append(_Move(changed_at, from_status, to_status))
     down: dict[UUID, list[Interval]] = defaultdict(list)
-    for incident in Incident.objects.filter(endpoint_id__in=ids, started_at__lt=window.end).filter(
-        Q(resolved_at__isnull=True) | Q(resolved_at__gt=window.start)
+    for endpoint_id, started_at, resolved_at in (
+        Incident.objects.filter(endpoint_id__in=ids, started_at__lt=window.end)
+        .filter(Q(resolved_at__isnull=True) | Q(resolved_at__gt=window.start))
+        .values_list("endpoint_id", "started_at", "resolved_at")
     ):
-        down[incident.endpoint_id].append((incident.started_at, incident.resolved_at or now))
+        down[endpoint_id].append((started_at, resolved_at or now))
     result = {}
     for endpoint in endpoints:
         watched = _clip(_watched(endpoint, pauses[endpoint.pk], now), window)
@@ -228,7 +231,15 @@ def coverage(endpoints: Sequence[Endpoint], window: Window, now: datetime) -> di
     return result
 
 
-def _watched(endpoint: Endpoint, changes: list[StatusChange], now: datetime) -> list[Interval]:
+class _Move(NamedTuple):
+    """A move into or out of a pause."""
+
+    changed_at: datetime
+    from_status: str
+    to_status: str
+
+
+def _watched(endpoint: Endpoint, changes: list[_Move], now: datetime) -> list[Interval]:
     """From creation to now, less the paused stretches the status history records."""
     # Paused at creation when the first recorded move is out of a pause.
     paused = changes[0].from_status == EndpointStatus.PAUSED if changes else not endpoint.enabled
