@@ -35,6 +35,13 @@ class Items:
         """Every endpoint involved."""
         return [endpoint.pk for endpoint in self.endpoints]
 
+    @property
+    def owners(self) -> dict[UUID, UUID]:
+        """Each endpoint's item: itself, or its project."""
+        if self.group_by == "endpoint":
+            return {endpoint.pk: endpoint.pk for endpoint in self.endpoints}
+        return {endpoint.pk: endpoint.project_id for endpoint in self.endpoints}
+
     def rows(self) -> list[tuple[UUID, dict[str, Any], list[Endpoint]]]:
         """(key, identity fields, endpoints) per item, in page order."""
         if self.group_by == "endpoint":
@@ -82,7 +89,7 @@ def _uptimes(
 
 def summary(items: Items, window: Window, now: datetime) -> list[dict[str, Any]]:
     """Per item: latency and rates over the window; uptime over 24 h, 7 d and 30 d to its end."""
-    figures = selectors.latency(items.endpoint_ids, window, now, items.group_by)
+    figures = selectors.latency(items.owners, window, now)
     end = min(window.end, now)
     covered = selectors.coverage(items.endpoints, Window(end - PERIODS["30d"], end), now)
     rows = []
@@ -100,7 +107,7 @@ def uptime(items: Items, end: datetime, now: datetime) -> list[dict[str, Any]]:
     end = min(end, now)
     covered = selectors.coverage(items.endpoints, Window(end - PERIODS["30d"], end), now)
     rates = {
-        name: selectors.latency(items.endpoint_ids, Window(end - length, end), now, items.group_by)
+        name: selectors.latency(items.owners, Window(end - length, end), now)
         for name, length in PERIODS.items()
     }
     rows = []
@@ -116,7 +123,7 @@ def response_time(items: Items, window: Window, bucket: str) -> list[dict[str, A
     """Per item: a series of {t, avg_ms, min_ms, max_ms, p95_ms, count} per bucket."""
     width = BUCKETS[bucket]
     tier = next(tier for tier in TIERS if tier.width == width)
-    points = selectors.series(tier, items.endpoint_ids, window, items.group_by)
+    points = selectors.series(tier, items.owners, window)
     return [
         {**identity, "points": selectors.series_points(points.get(key, {}), window, width)}
         for key, identity, _ in items.rows()
@@ -210,9 +217,9 @@ def errors(items: Items, window: Window, bucket: str, now: datetime) -> list[dic
     it, per bucket, and the most frequent error causes."""
     width = BUCKETS[bucket]
     tier = next(tier for tier in TIERS if tier.width == width)
-    now_figures = selectors.latency(items.endpoint_ids, window, now, items.group_by)
-    before = selectors.latency(items.endpoint_ids, window.previous(), now, items.group_by)
-    points = selectors.series(tier, items.endpoint_ids, window, items.group_by)
+    now_figures = selectors.latency(items.owners, window, now)
+    before = selectors.latency(items.owners, window.previous(), now)
+    points = selectors.series(tier, items.owners, window)
     causes = _causes(items, window)
     rows = []
     for key, identity, _ in items.rows():
@@ -249,24 +256,27 @@ TOP_ERRORS = 10
 
 def _causes(items: Items, window: Window) -> dict[UUID, list[dict[str, Any]]]:
     """Top error texts per item, from raw failed checks (one grouped query)."""
-    key = selectors.GROUP_KEYS[items.group_by]
+    owners = items.owners
     rows = (
         CheckResult.objects.filter(
-            endpoint_id__in=items.endpoint_ids,
+            endpoint_id__in=list(owners),
             ok=False,
             checked_at__gte=window.start,
             checked_at__lt=window.end,
         )
-        .values(key, "error")
+        .values("endpoint_id", "error")
         .order_by()
         .annotate(count=Count("id"))
     )
-    grouped: dict[UUID, list[dict[str, Any]]] = defaultdict(list)
+    counts: dict[UUID, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for row in rows:
-        grouped[row[key]].append({"error": row["error"], "count": row["count"]})
+        counts[owners[row["endpoint_id"]]][row["error"]] += row["count"]
     return {
-        owner: sorted(found, key=lambda c: (-c["count"], c["error"]))[:TOP_ERRORS]
-        for owner, found in grouped.items()
+        owner: [
+            {"error": error, "count": count}
+            for error, count in sorted(found.items(), key=lambda pair: (-pair[1], pair[0]))
+        ][:TOP_ERRORS]
+        for owner, found in counts.items()
     }
 
 

@@ -7,7 +7,7 @@ the endpoint was watched in it (before creation and while paused do not count).
 
 import itertools
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple
@@ -34,8 +34,6 @@ _AGGREGATES: dict[str, Any] = {
     "min_ms": Min("min_ms"),
     "max_ms": Max("max_ms"),
 }
-# What rollup rows are grouped by: an endpoint or its project.
-GROUP_KEYS = {"endpoint": "endpoint_id", "project": "endpoint__project_id"}
 
 
 @dataclass
@@ -49,7 +47,7 @@ class Latency:
     max_ms: float | None = None
     hist: list[int] = field(default_factory=lambda: [0] * histogram.SIZE)
 
-    def merge(self, row: dict[str, Any]) -> None:
+    def merge(self, row: Mapping[str, Any]) -> None:
         """Add an aggregated rollup row."""
         self.count += row["count"] or 0
         self.failures += row["failures"] or 0
@@ -94,43 +92,39 @@ def _span_filter(spans: Sequence[tuple[datetime, datetime]]) -> Q:
     return query
 
 
-def latency(
-    endpoint_ids: Sequence[UUID], window: Window, now: datetime, group_by: str = "endpoint"
-) -> dict[UUID, Latency]:
-    """Latency and rates per endpoint (or project) over a window, in one query."""
-    key = GROUP_KEYS[group_by]
+def latency(owners: Mapping[UUID, UUID], window: Window, now: datetime) -> dict[UUID, Latency]:
+    """Latency and rates over a window per owner: `owners` maps each endpoint to what its
+    rows add up into (itself, or its project). One query per tier, grouped by endpoint
+    (the index order) and folded here: no join to the endpoint table."""
     totals: dict[UUID, Latency] = defaultdict(Latency)
     ordered = sorted(tiles(window, now), key=lambda span: span[0].width)
-    parts = [
-        tier.objects.filter(endpoint_id__in=endpoint_ids)
-        .filter(_span_filter([(start, end) for _, start, end in spans]))
-        .values(key)
-        .order_by()
-        .annotate(**_AGGREGATES)
-        for tier, spans in itertools.groupby(ordered, key=lambda span: span[0])
-    ]
-    if parts:
-        # One round trip: each tier's grouped rows, one after the other.
-        for row in parts[0].union(*parts[1:], all=True):
-            totals[row[key]].merge(row)
+    for tier, spans in itertools.groupby(ordered, key=lambda span: span[0]):
+        rows = (
+            tier.objects.filter(endpoint_id__in=list(owners))
+            .filter(_span_filter([(start, end) for _, start, end in spans]))
+            .values("endpoint_id")
+            .order_by()
+            .annotate(**_AGGREGATES)
+        )
+        for row in rows:
+            totals[owners[row["endpoint_id"]]].merge(row)
     return totals
 
 
 def series(
-    tier: type[Rollup], endpoint_ids: Sequence[UUID], window: Window, group_by: str = "endpoint"
+    tier: type[Rollup], owners: Mapping[UUID, UUID], window: Window
 ) -> dict[UUID, dict[datetime, Latency]]:
-    """Latency per bucket of one tier, per endpoint (or project)."""
-    key = GROUP_KEYS[group_by]
+    """Latency per bucket of one tier, per owner (see `latency`)."""
     rows = (
-        tier.objects.filter(endpoint_id__in=endpoint_ids)
+        tier.objects.filter(endpoint_id__in=list(owners))
         .between(floor(window.start, tier.width), window.end)
-        .values(key, "bucket")
+        .values("endpoint_id", "bucket")
         .order_by()
         .annotate(**_AGGREGATES)
     )
     points: dict[UUID, dict[datetime, Latency]] = defaultdict(lambda: defaultdict(Latency))
     for row in rows:
-        points[row[key]][row["bucket"]].merge(row)
+        points[owners[row["endpoint_id"]]][row["bucket"]].merge(row)
     return points
 
 
