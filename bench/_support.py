@@ -345,3 +345,27 @@ def run_benchmark(benchmark, args) -> int:
         print(f"benchmark failed: {exc}", file=sys.stderr)
         return 1
     return 0
+
+
+def http_endpoint(
+    project: object, name: str, target: str, interval: int, **fields: object
+) -> object:
+    """An unsaved HTTP endpoint for bulk_create, its masked forms filled in as the API
+    would (Django must be set up)."""
+    from monitoring.config import validate_config
+    from monitoring.models import Endpoint
+    from monitoring.targets import mask_config, mask_target
+
+    config = validate_config("http", {})
+    return Endpoint(
+        project=project,
+        name=name,
+        type="http",
+        target=target,
+        target_masked=mask_target(target),
+        config=config,
+        config_masked=mask_config(config),
+        interval_seconds=interval,
+        timeout_seconds=10,
+        **fields,
+    )

@@ -44,6 +44,7 @@ from _support import (
     app_environment,
     cpu_seconds,
     database_backend_pid,
+    http_endpoint,
     load_average,
     migrate,
     nginx_targets,
@@ -95,28 +96,16 @@ def create_endpoints(count: int, first_slot: datetime, urls: list[str]) -> dict[
     """`count` endpoints whose first slots are spread evenly over one interval; returns
     each one's first slot. Targets: `urls` in turn, or names that are never probed."""
     from accounts.services import organization_create
-    from monitoring.config import validate_config
     from monitoring.models import Endpoint
-    from monitoring.targets import mask_config, mask_target
 
     _, project = organization_create(name="Bench")
-    config = validate_config("http", {})
     step = timedelta(seconds=INTERVAL) / count
     endpoints = []
     for i in range(count):
         target = urls[i % len(urls)] if urls else f"https://service{i}.example.com/health"
         endpoints.append(
-            Endpoint(
-                project=project,
-                name=f"Service {i}",
-                type="http",
-                target=target,
-                target_masked=mask_target(target),
-                config=config,
-                config_masked=mask_config(config),
-                interval_seconds=INTERVAL,
-                timeout_seconds=10,
-                next_check_at=first_slot + step * i,
+            http_endpoint(
+                project, f"Service {i}", target, INTERVAL, next_check_at=first_slot + step * i
             )
         )
     Endpoint.objects.bulk_create(endpoints, batch_size=1000)

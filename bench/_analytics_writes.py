@@ -1,0 +1,324 @@
+"""Writes measured by the analytics benchmark (it is no benchmark): ingest through
+`checks_record` with rollup upkeep, and retention beside dropping a table."""
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from _analytics_data import Progress, connect, in_parallel
+from _analytics_world import DbClock, World
+from _support import BIN, percentile, print_table, set_gc, setup_django
+
+GOAL_INGEST = 20_000
+BATCH = 200
+INGEST_ENDPOINTS = 2_000  # per ingest process: ten batches
+SCRIPT = Path(__file__).with_name("analytics.py")
+
+
+def ingest_endpoints(processes: int, per_process: int) -> list[list[list[str]]]:
+    """Fresh endpoints for each ingest process, in groups of 200 (one batch each)."""
+    from accounts.services import organization_create
+    from monitoring.config import validate_config
+    from monitoring.models import Endpoint
+    from monitoring.targets import mask_config, mask_target
+
+    _, project = organization_create(name=f"Ingest {uuid.uuid4().hex[:8]}")
+    config = validate_config("http", {})
+    made = Endpoint.objects.bulk_create(
+        [
+            Endpoint(
+                project=project,
+                name=f"Ingest {n:05d}",
+                type="http",
+                target=f"https://ingest{n}.example.com/health",
+                target_masked=mask_target(f"https://ingest{n}.example.com/health"),
+                config=config,
+                config_masked=mask_config(config),
+                interval_seconds=30,
+                timeout_seconds=10,
+            )
+            for n in range(processes * per_process)
+        ],
+        batch_size=1000,
+    )
+    ids = [str(endpoint.pk) for endpoint in made]
+    return [
+        [
+            ids[p * per_process + g : p * per_process + g + BATCH]
+            for g in range(0, per_process, BATCH)
+        ]
+        for p in range(processes)
+    ]
+
+
+INGEST_KINDS = (
+    ("FOR UPDATE", "endpoint lock"),
+    ('INSERT INTO "monitoring_checkresult"', "checks insert"),
+    ('FROM "monitoring_checkresult"', "slot check"),
+    ("analytics_rollup", "rollups"),
+    ('UPDATE "monitoring_endpoint"', "endpoint update"),
+)
+
+
+def ingest_kind(sql: str) -> str:
+    """Which part of ingest a statement belongs to."""
+    head = sql[:200]
+    return next((kind for mark, kind in INGEST_KINDS if mark in head), "other")
+
+
+def ingester(path: str) -> int:
+    """Run as one ingest process: a warm-up round, then the timed rounds on `go`."""
+    setup_django()
+    from django.db import connection
+
+    from monitoring import services
+    from monitoring.probes.base import ProbeResult
+    from monitoring.services import CheckOutcome, checks_record
+
+    params = json.loads(Path(path).read_text())
+    groups = [[uuid.UUID(pk) for pk in group] for group in params["groups"]]
+    t0 = datetime.fromisoformat(params["t0"])
+    rollup_seconds = [0.0]
+    add = services.rollups_add
+
+    def timed_add(**kwargs: Any) -> None:
+        began = time.perf_counter()
+        add(**kwargs)
+        rollup_seconds[0] += time.perf_counter() - began
+
+    services.rollups_add = timed_add
+
+    def outcomes(r: int, group: list[uuid.UUID], g: int) -> list:
+        made = []
+        for j, pk in enumerate(group):
+            n = g * BATCH + j
+            slot = t0 + timedelta(seconds=30 * r, milliseconds=n * 7 % 30_000)
+            # Isolated failures, and every 100th endpoint down for rounds 5 to 8.
+            ok = (r * 31 + n) % 211 != 0 and not (n % 100 == 0 and 5 <= r <= 8)
+            ms = 20 + (n * 13 + r * 7) % 300 + (n % 10) / 10 if ok else 10_000.0
+            result = ProbeResult(
+                ok,
+                ms,
+                "HTTP 200" if ok else "",
+                "" if ok else "timed out",
+                started_at=slot.timestamp(),
+            )
+            made.append(CheckOutcome(pk, slot, slot + timedelta(milliseconds=4), result))
+        return made
+
+    for g, group in enumerate(groups):
+        checks_record(outcomes=outcomes(0, group, g))
+    set_gc("freeze")  # as a worker process does (healthmon/celery.py)
+    rollup_seconds[0] = 0.0
+    print("ready", flush=True)
+    sys.stdin.readline()
+    batches, clock = [], DbClock(ingest_kind)
+    began = time.perf_counter()
+    with connection.execute_wrapper(clock):
+        for r in range(1, params["rounds"] + 1):
+            for g, group in enumerate(groups):
+                made = outcomes(r, group, g)
+                at = time.perf_counter()
+                stored = checks_record(outcomes=made)
+                batches.append(time.perf_counter() - at)
+                if stored != len(made):
+                    raise RuntimeError(f"stored {stored} of {len(made)}")
+    wall = time.perf_counter() - began
+    result = {
+        "results": len(batches) * BATCH,
+        "wall": wall,
+        "batches": batches,
+        "began": time.time() - wall,
+        "rollups": rollup_seconds[0],
+        "db": clock.seconds,
+        "by_kind": clock.by_kind,
+    }
+    Path(params["out"]).write_text(json.dumps(result))
+    return 0
+
+
+def measure_ingest(
+    args: argparse.Namespace, world: World, processes: int, groups: list | None = None
+) -> dict:
+    """Ingest `--ingest-results` results with `processes` processes at once, each for its
+    own 2,000 fresh endpoints, or for the groups of endpoints given."""
+    label = f"{processes} process(es), fresh endpoints"
+    if groups is None:
+        groups = ingest_endpoints(processes, INGEST_ENDPOINTS)
+    else:
+        label = f"{processes} process, endpoints with a day of checks"
+    per_process = sum(len(group) for group in groups[0])
+    rounds = max(1, args.ingest_results // (per_process * processes))
+    t0 = world.end + timedelta(hours=1)
+    with tempfile.TemporaryDirectory(prefix="bench-analytics-") as folder:
+        children, outs = [], []
+        try:
+            for p in range(processes):
+                out = Path(folder, f"out{p}.json")
+                spec = Path(folder, f"in{p}.json")
+                spec.write_text(
+                    json.dumps(
+                        {
+                            "groups": groups[p],
+                            "t0": t0.isoformat(),
+                            "rounds": rounds,
+                            "out": str(out),
+                        }
+                    )
+                )
+                command = [str(BIN / "python"), str(SCRIPT), "--as-ingester", str(spec)]
+                children.append(
+                    subprocess.Popen(
+                        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+                    )
+                )
+                outs.append(out)
+            for child in children:
+                if child.stdout is None or child.stdout.readline().strip() != "ready":
+                    raise RuntimeError("an ingest process did not start")
+            for child in children:
+                assert child.stdin is not None
+                child.stdin.write("go\n")
+                child.stdin.flush()
+            for child in children:
+                if child.wait(timeout=1800) != 0:
+                    raise RuntimeError(f"an ingest process exited with {child.returncode}")
+        finally:
+            for child in children:
+                if child.poll() is None:
+                    child.kill()
+                    child.wait()
+        runs = [json.loads(out.read_text()) for out in outs]
+    began = min(run["began"] for run in runs)
+    ended = max(run["began"] + run["wall"] for run in runs)
+    results = sum(run["results"] for run in runs)
+    return {
+        "label": label,
+        "results": results,
+        "wall": ended - began,
+        "runs": runs,
+        "rate": results / (ended - began),
+    }
+
+
+def retention_kind(sql: str) -> str:
+    """Which table a retention statement works on."""
+    for table, kind in (
+        ("monitoring_checkresult", "checks"),
+        ("analytics_rollup_5m", "rollups 5m"),
+        ("analytics_rollup_1h", "rollups 1h"),
+    ):
+        if table in sql:
+            return kind + (" delete" if sql.lstrip().upper().startswith("DELETE") else " select")
+    return "other"
+
+
+def measure_retention(url: str, world: World, progress: Progress) -> list[list[str]]:
+    """`retention_run` deleting the raw day, then VACUUM; and DROP TABLE of a copy of it."""
+    from django.conf import settings
+    from django.db import connection
+
+    from analytics.services import retention_run
+    from monitoring.models import time_ordered_uuid_floor
+
+    cutoff_at = world.end + timedelta(minutes=1)
+    cutoff = time_ordered_uuid_floor(cutoff_at)
+    with connect(url) as conn:
+        conn.execute("SET session_replication_role = DEFAULT")
+        began = time.perf_counter()
+        conn.execute("CREATE TABLE bench_day_copy (LIKE monitoring_checkresult INCLUDING DEFAULTS)")
+        conn.execute(
+            "INSERT INTO bench_day_copy SELECT * FROM monitoring_checkresult WHERE id < %s",
+            [cutoff],
+        )
+        definitions = [
+            row[0]
+            for row in conn.execute(
+                "SELECT indexdef FROM pg_indexes WHERE tablename = 'monitoring_checkresult'"
+            )
+        ]
+        copies = [
+            re.sub(r"INDEX (\S+) ON (\S+)", f"INDEX bench_copy_{n} ON public.bench_day_copy", sql)
+            for n, sql in enumerate(definitions)
+        ]
+        in_parallel(url, [lambda c, sql=sql: c.execute(sql) for sql in copies])
+        conn.execute("VACUUM (ANALYZE) bench_day_copy")
+        copy_seconds = time.perf_counter() - began
+    progress.say(
+        f"equivalent table (copy of the raw day, {len(copies)} indexes) made in "
+        f"{copy_seconds:.0f} s; running retention_run"
+    )
+    clock = DbClock(retention_kind)
+    began = time.perf_counter()
+    with connection.execute_wrapper(clock):
+        deleted = retention_run(now=cutoff_at + timedelta(days=settings.RAW_RETENTION_DAYS))
+    seconds = time.perf_counter() - began
+    progress.say("retention_run done; VACUUM and DROP TABLE")
+    with connect(url) as conn:
+        began = time.perf_counter()
+        conn.execute("VACUUM monitoring_checkresult")
+        vacuum = time.perf_counter() - began
+        began = time.perf_counter()
+        conn.execute("DROP TABLE bench_day_copy")
+        drop = time.perf_counter() - began
+    checks = clock.by_kind.get("checks select", 0) + clock.by_kind.get("checks delete", 0)
+    rows = [
+        ["retention_run, all of it", f"{seconds:.1f} s", json.dumps(deleted)],
+        [
+            "  raw checks, all statements",
+            f"{checks:.1f} s",
+            f"{deleted['checks']:,} rows, {deleted['checks'] / max(checks, 1e-9):,.0f} rows/s",
+        ],
+        ["  of which DELETE statements", f"{clock.by_kind.get('checks delete', 0):.1f} s", ""],
+        ["  of which separate SELECTs", f"{clock.by_kind.get('checks select', 0):.1f} s", ""],
+        [
+            "  5-minute rollups",
+            f"{sum(v for k, v in clock.by_kind.items() if '5m' in k):.1f} s",
+            f"{deleted['rollups_5m']:,} rows",
+        ],
+        ["  outside the database (Python, Django)", f"{seconds - clock.seconds:.1f} s", ""],
+        ["VACUUM monitoring_checkresult afterwards", f"{vacuum:.1f} s", "reclaims the dead rows"],
+        [
+            "DROP TABLE of an equivalent table",
+            f"{drop * 1000:.0f} ms",
+            "same rows and indexes: a daily partition",
+        ],
+    ]
+    return rows
+
+
+def print_ingest(runs: Sequence[dict]) -> None:
+    """Results/s of each ingest run, and where its time went (share of the wall time)."""
+    kinds = [kind for _, kind in INGEST_KINDS] + ["other"]
+    rows = []
+    for run in runs:
+        batches = [b for r in run["runs"] for b in r["batches"]]
+        wall = sum(r["wall"] for r in run["runs"])
+        spent = {kind: sum(r["by_kind"].get(kind, 0.0) for r in run["runs"]) for kind in kinds}
+        python = wall - sum(r["db"] for r in run["runs"])
+        rows.append(
+            [
+                run["label"],
+                f"{run['results']:,}",
+                f"{run['wall']:.1f}",
+                f"{run['rate']:,.0f}",
+                f"{percentile(batches, 50) * 1000:.0f} / {percentile(batches, 95) * 1000:.0f}",
+                f"{sum(r['rollups'] for r in run['runs']) / wall:.0%}",
+                " / ".join(f"{spent[kind] / wall:.0%}" for kind in kinds),
+                f"{python / wall:.0%}",
+                "meets" if run["rate"] >= GOAL_INGEST else "MISSES",
+            ]
+        )
+    print()
+    headers = ["ingest (batches of 200)", "results", "wall s", "results/s", "batch p50 / p95 ms"]
+    headers += ["in rollups_add", "db: " + " / ".join(kinds), "python"]
+    print_table([*headers, f"goal >= {GOAL_INGEST:,}/s"], rows)

@@ -1,0 +1,605 @@
+"""Analytics queries over rollups against the same figures from raw checks, on PostgreSQL.
+
+A throwaway database (`healthmon_bench_analytics_<pid>`) gets one day of checks of 10,000
+endpoints at a 30 s interval (28.8 M raw rows; `--scale` for fewer endpoints), their
+5-minute, hourly and daily rollups, and 30 earlier days of hourly and daily rollups and
+incidents (how the data is made: `bench/_analytics_data.py`). Tenants hold 1,000 endpoints
+in projects of 100; for the all-in-one figures every project is moved to one organization.
+At the start the 5-minute and hourly rows built with SQL are checked against
+`analytics.services.rollups_rebuild` for a sample of endpoints (rolled back).
+
+Then, per metric, the report function the API calls (`analytics.reports`) runs for varying
+endpoints, projects or organizations; the database time (time spent in `cursor.execute`,
+summed over the report's queries) and the wall time are printed as p50/p95, beside a
+plain SQL query over `monitoring_checkresult` computing the same figure:
+
+- endpoint 24 h summary: `reports.summary` for one endpoint (latency, rates and uptime
+  over 24 h / 7 d / 30 d); raw: count, failures, avg/min/max and `percentile_cont`
+  p50/p95/p99 of the endpoint's checks;
+- endpoint 24 h response-time series: `reports.response_time`, 5-minute buckets; raw: the
+  same per `date_bin('5 minutes')` with `percentile_cont(0.95)`;
+- project 30-day uptime: `reports.uptime` grouped by project (100 endpoints: time-weighted
+  uptime and success rates over 24 h / 7 d / 30 d), and `reports.sla` over 30 days (the
+  time-weighted uptime alone); raw: the count-based success rate of the project's checks
+  over 30 days (a naive uptime; raw checks exist for one day only, so the raw query reads
+  1/30 of what it would over a real month: the ratio is a lower bound);
+- 30-day summary of all endpoints of an organization: `reports.summary` over every
+  endpoint of a 1,000-endpoint tenant, then of one organization holding all of them; raw:
+  per endpoint as for the endpoint summary (over the one day there is).
+
+Also: `GET /api/v1/analytics/summary` through DRF's test client with a JWT, pages of 50
+endpoints (24 h; wall time); ingest through `monitoring.services.checks_record` in batches
+of 200 outcomes for 200 distinct fresh endpoints, in one process and in two at once, then
+in one process for endpoints that hold the raw day (results/s, rollup upkeep included);
+retention: `analytics.services.retention_run` deleting the raw day, then `VACUUM`, beside
+a `DROP TABLE` of an equivalent table (what a daily partition would cost).
+
+    .venv/bin/python bench/analytics.py                  # 10,000 endpoints: 20-32 min, 17 GB
+    .venv/bin/python bench/analytics.py --scale 0.01     # 100 endpoints: ~2 min
+    .venv/bin/python bench/analytics.py --quick          # --scale 0.1, fewer runs: ~4 min
+"""
+
+import argparse
+import contextlib
+import os
+import random
+import sys
+import time
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+import psycopg
+from _analytics_data import Progress
+from _analytics_world import DAY, DbClock, World, build, load_world, table_sizes, verify_rollups
+from _analytics_writes import (
+    BATCH,
+    INGEST_ENDPOINTS,
+    ingester,
+    measure_ingest,
+    measure_retention,
+    print_ingest,
+)
+from _support import (
+    CPUS,
+    PG_ADMIN_URL,
+    app_environment,
+    load_average,
+    migrate,
+    percentile,
+    print_table,
+    run_benchmark,
+    setup_django,
+    throwaway_database,
+)
+
+GOALS_MS = {
+    "summary": 2.0,
+    "series": 5.0,
+    "uptime": 5.0,
+    "sla": 5.0,
+    "org": 100.0,
+    "org_all": 100.0,
+}
+GOAL_RATIO = 20
+GOAL_API_MS = 50.0
+
+
+def parse_args() -> argparse.Namespace:
+    """The command line."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scale", type=float, default=1.0, help="1.0: 10,000 endpoints")
+    parser.add_argument("--quick", action="store_true", help="--scale 0.1, fewer repetitions")
+    parser.add_argument("--reps", type=int, default=100, help="per endpoint/project metric")
+    parser.add_argument("--org-reps", type=int, default=20, help="per 1,000-endpoint tenant")
+    parser.add_argument("--all-reps", type=int, default=5, help="for the all-in-one org")
+    parser.add_argument("--api-reps", type=int, default=100, help="API pages per layout")
+    parser.add_argument(
+        "--raw-budget", type=float, default=30.0, help="seconds per raw comparator (>= 3 runs)"
+    )
+    parser.add_argument("--ingest-results", type=int, default=100_000, help="per ingest run")
+    parser.add_argument("--skip-ingest", action="store_true")
+    parser.add_argument("--skip-retention", action="store_true")
+    parser.add_argument("--explain", action="store_true", help="print EXPLAIN ANALYZE plans")
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--keep", action="store_true", help="keep the database at the end")
+    parser.add_argument("--reuse", metavar="NAME", help="measure a database kept by --keep")
+    # Internal: run as one ingest process.
+    parser.add_argument("--as-ingester", metavar="FILE", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.quick:
+        args.scale, args.reps, args.org_reps, args.all_reps = 0.1, 50, 10, 3
+        args.api_reps, args.raw_budget, args.ingest_results = 50, 15.0, 40_000
+    return args
+
+
+# --- Database and data ----------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def database(args: argparse.Namespace) -> Iterator[str]:
+    """A fresh database (dropped at the end unless --keep), or the one --reuse names."""
+    if args.reuse:
+        yield f"postgres://postgres@127.0.0.1:5432/{args.reuse}"
+    elif args.keep:
+        name = f"healthmon_bench_analytics_{os.getpid()}"
+        with psycopg.connect(PG_ADMIN_URL, autocommit=True) as admin:
+            admin.execute(f'CREATE DATABASE "{name}"')
+        yield f"postgres://postgres@127.0.0.1:5432/{name}"
+        print(f'\nkept: --reuse {name}  (drop it with: DROP DATABASE "{name}")')
+    else:
+        with throwaway_database("healthmon_bench_analytics") as url:
+            yield url
+
+
+# --- Timing ----------------------------------------------------------------------------------
+
+
+@dataclass
+class Timing:
+    """Per call: database seconds, wall seconds, queries; and what each call returned."""
+
+    db: list[float] = field(default_factory=list)
+    wall: list[float] = field(default_factory=list)
+    queries: list[int] = field(default_factory=list)
+    results: list[Any] = field(default_factory=list)
+
+    def ms(self, which: str, share: float) -> float:
+        """A percentile of the database or wall time, in ms."""
+        return percentile(getattr(self, which), share) * 1000
+
+
+def measure(
+    calls: Sequence[Callable[[], Any]],
+    budget: float | None = None,
+    least: int = 3,
+    warm: bool = True,
+) -> Timing:
+    """Run the calls in turn (after an untimed warm-up call unless told not to), stopping
+    early once the budget is spent and `least` calls ran."""
+    from django.db import connection
+
+    if warm:
+        calls[0]()
+    timing, began = Timing(), time.perf_counter()
+    for call in calls:
+        clock = DbClock()
+        with connection.execute_wrapper(clock):
+            wall = time.perf_counter()
+            result = call()
+            wall = time.perf_counter() - wall
+        timing.db.append(clock.seconds)
+        timing.wall.append(wall)
+        timing.queries.append(clock.queries)
+        timing.results.append(result)
+        spent = time.perf_counter() - began
+        if budget is not None and len(timing.db) >= least and spent > budget:
+            break
+    return timing
+
+
+def raw_query(sql: str, params: Sequence[Any]) -> Callable[[], list[tuple]]:
+    """A plain SQL query as a call."""
+    from django.db import connection
+
+    def call() -> list[tuple]:
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            return cursor.fetchall()
+
+    return call
+
+
+def explain(title: str, call: Callable[[], Any]) -> None:
+    """Print EXPLAIN (ANALYZE, BUFFERS) of every query a call makes."""
+    from django.db import connection
+
+    clock = DbClock()
+    clock.log = []
+    with connection.execute_wrapper(clock):
+        call()
+    print(f"\n--- EXPLAIN: {title} ({len(clock.log)} queries) ---")
+    with connection.cursor() as cursor:
+        for sql, params in clock.log:
+            if not sql.lstrip().upper().startswith("SELECT"):
+                continue
+            cursor.execute("EXPLAIN (ANALYZE, BUFFERS) " + sql, params)
+            print(sql[:300] + (" …" if len(sql) > 300 else ""))
+            print("\n".join("    " + row[0] for row in cursor.fetchall()))
+
+
+# --- The metric queries -------------------------------------------------------------------
+
+RAW_SUMMARY = """
+SELECT c.endpoint_id, count(*), count(*) FILTER (WHERE NOT ok),
+       avg(response_time_ms) FILTER (WHERE ok), min(response_time_ms) FILTER (WHERE ok),
+       max(response_time_ms) FILTER (WHERE ok),
+       percentile_cont(0.5) WITHIN GROUP (ORDER BY response_time_ms) FILTER (WHERE ok),
+       percentile_cont(0.95) WITHIN GROUP (ORDER BY response_time_ms) FILTER (WHERE ok),
+       percentile_cont(0.99) WITHIN GROUP (ORDER BY response_time_ms) FILTER (WHERE ok)
+FROM monitoring_checkresult c {join}
+WHERE {where} AND c.checked_at >= %s AND c.checked_at < %s
+GROUP BY c.endpoint_id
+"""
+RAW_SERIES = """
+SELECT date_bin('5 minutes', checked_at, TIMESTAMPTZ 'epoch') AS t, count(*),
+       count(*) FILTER (WHERE NOT ok), avg(response_time_ms) FILTER (WHERE ok),
+       min(response_time_ms) FILTER (WHERE ok), max(response_time_ms) FILTER (WHERE ok),
+       percentile_cont(0.95) WITHIN GROUP (ORDER BY response_time_ms) FILTER (WHERE ok)
+FROM monitoring_checkresult
+WHERE endpoint_id = %s AND checked_at >= %s AND checked_at < %s
+GROUP BY 1 ORDER BY 1
+"""
+RAW_UPTIME = """
+SELECT 100.0 * count(*) FILTER (WHERE c.ok) / nullif(count(*), 0)
+FROM monitoring_checkresult c JOIN monitoring_endpoint e ON e.id = c.endpoint_id
+WHERE e.project_id = %s AND c.checked_at >= %s AND c.checked_at < %s
+"""
+ORG_JOIN = (
+    "JOIN monitoring_endpoint e ON e.id = c.endpoint_id "
+    "JOIN accounts_project p ON p.id = e.project_id"
+)
+
+
+@dataclass
+class Metric:
+    """One measured metric: the report's timing and the raw query's."""
+
+    key: str
+    title: str
+    rollups: Timing
+    raw: Timing
+    note: str = ""
+
+
+def pick(rng: random.Random, items: Sequence[Any], count: int) -> list[Any]:
+    """`count` items, distinct while there are enough."""
+    if count <= len(items):
+        return rng.sample(list(items), count)
+    return [rng.choice(items) for _ in range(count)]
+
+
+def compare(
+    args: argparse.Namespace,
+    key: str,
+    title: str,
+    calls: Sequence[Callable[[], Any]],
+    raw_calls: Sequence[Callable[[], Any]],
+    least: int = 3,
+) -> Metric:
+    """Time the report calls, then the raw queries (within the budget)."""
+    rollups = measure(calls, least=1)
+    # A raw query of many seconds is not run once more to warm up.
+    raw = measure(raw_calls, args.raw_budget, least=least, warm=least >= 3)
+    if args.explain:
+        explain(title, calls[0])
+        explain("raw: " + title, raw_calls[0])
+    return Metric(key, title, rollups, raw)
+
+
+def endpoint_metrics(world: World, args: argparse.Namespace, rng: random.Random) -> list[Metric]:
+    """The endpoint's 24 h summary and response-time series."""
+    from analytics import reports
+    from analytics.reports import Items
+    from analytics.windows import Window
+
+    day = Window(world.end - DAY, world.end)
+    chosen = pick(rng, world.endpoints, args.reps)
+    raw_sql = RAW_SUMMARY.format(join="", where="c.endpoint_id = %s")
+    summary = compare(
+        args,
+        "summary",
+        "endpoint 24 h summary",
+        [lambda e=e: reports.summary(Items("endpoint", [e]), day, world.end) for e in chosen],
+        [raw_query(raw_sql, [e.pk, day.start, day.end]) for e in chosen],
+    )
+    summary.note = agreement(summary.rollups, summary.raw)
+    series = compare(
+        args,
+        "series",
+        "endpoint 24 h response-time series (5 min)",
+        [lambda e=e: reports.response_time(Items("endpoint", [e]), day, "5m") for e in chosen],
+        [raw_query(RAW_SERIES, [e.pk, day.start, day.end]) for e in chosen],
+    )
+    return [summary, series]
+
+
+def project_metrics(world: World, args: argparse.Namespace, rng: random.Random) -> list[Metric]:
+    """A project's 30-day uptime: the uptime route, and the SLA route (incidents only)."""
+    from analytics import reports
+    from analytics.reports import Items
+    from analytics.windows import Window
+
+    month = Window(world.end - timedelta(days=30), world.end)
+    members: dict[Any, list[Any]] = {}
+    for endpoint in world.endpoints:
+        members.setdefault(endpoint.project_id, []).append(endpoint)
+    projects = pick(rng, world.projects, args.reps)
+    raw = [raw_query(RAW_UPTIME, [p.pk, month.start, month.end]) for p in projects]
+    size = len(members[projects[0].pk])
+    uptime = compare(
+        args,
+        "uptime",
+        f"project 30-day uptime, uptime route ({size} endpoints)",
+        [
+            lambda p=p: reports.uptime(Items("project", members[p.pk], [p]), world.end, world.end)
+            for p in projects
+        ],
+        raw,
+    )
+    uptime.note = uptime_note(uptime.rollups, uptime.raw)
+    sla = compare(
+        args,
+        "sla",
+        f"project 30-day uptime, SLA route ({size} endpoints)",
+        [
+            lambda p=p: reports.sla(Items("project", members[p.pk], [p]), month, world.end, None)
+            for p in projects
+        ],
+        raw,
+    )
+    return [uptime, sla]
+
+
+def agreement(rollups: Timing, raw: Timing) -> str:
+    """How the report's figures compare with the exact ones from raw checks."""
+    pairs = list(zip(rollups.results, raw.results, strict=False))
+    checks = sum(r[0]["checks"] == q[0][1] and r[0]["failures"] == q[0][2] for r, q in pairs)
+    avg = max(abs(r[0]["avg_ms"] - q[0][3]) for r, q in pairs)
+    p95 = sorted(abs(r[0]["p95_ms"] / q[0][7] - 1) for r, q in pairs)
+    return (
+        f"checks and failures equal to the raw counts in {checks}/{len(pairs)} runs; avg within "
+        f"{avg:.4f} ms; histogram p95 vs exact percentile_cont: median {p95[len(p95) // 2]:.1%}, "
+        f"max {p95[-1]:.1%} off"
+    )
+
+
+def uptime_note(rollups: Timing, raw: Timing) -> str:
+    """The figures side by side: they differ by design."""
+    uptime = [row[0]["uptime_30d"] for row in rollups.results]
+    success = [float(row[0][0]) for row in raw.results]
+    return (
+        f"mean time-weighted 30-day uptime {sum(uptime) / len(uptime):.3f} %; mean raw "
+        f"count-based success rate {sum(success) / len(success):.3f} % (its one raw day)"
+    )
+
+
+def org_metric(
+    world: World, args: argparse.Namespace, orgs: Sequence[Any], reps: int, key: str, title: str
+) -> Metric:
+    """The 30-day summary of every endpoint of an organization, one row per endpoint."""
+    from analytics import reports
+    from analytics.reports import Items
+    from analytics.windows import Window
+    from monitoring.models import Endpoint
+
+    month = Window(world.end - timedelta(days=30), world.end)
+    members = {
+        org.pk: list(Endpoint.objects.for_org(org).defer("target", "config").order_by("name"))
+        for org in orgs
+    }
+    order = [orgs[n % len(orgs)] for n in range(reps)]
+    sql = RAW_SUMMARY.format(join=ORG_JOIN, where="p.organization_id = %s")
+    return compare(
+        args,
+        key,
+        f"{title} ({len(members[order[0].pk]):,} endpoints)",
+        [
+            lambda o=o: reports.summary(Items("endpoint", members[o.pk]), month, world.end)
+            for o in order
+        ],
+        [raw_query(sql, [o.pk, month.start, month.end]) for o in order],
+        least=3 if key == "org" else 1,
+    )
+
+
+def move_projects(projects: Sequence[Any], org_of: Callable[[Any], Any]) -> None:
+    """Give each project the organization id `org_of(project)` (in SQL: nothing else moves)."""
+    from accounts.models import Project
+
+    for project in projects:
+        Project.objects.filter(pk=project.pk).update(organization_id=org_of(project))
+
+
+# --- API -----------------------------------------------------------------------------------
+
+
+def measure_api(world: World, org: Any, reps: int, rng: random.Random) -> Timing:
+    """`GET /api/v1/analytics/summary` pages of 50 endpoints (24 h), as the org's owner."""
+    from rest_framework.test import APIClient
+
+    from accounts.tokens import issue_access_token
+    from monitoring.models import Endpoint
+
+    client = APIClient()
+    client.credentials(
+        HTTP_AUTHORIZATION=f"Bearer {issue_access_token(world.owners[org.pk]).token}"
+    )
+    count = Endpoint.objects.for_org(org).count()
+    pages = -(-count // 50)
+
+    def call(page: int) -> int:
+        # No `to`: the last 24 h up to now, as a dashboard asks.
+        response = client.get("/api/v1/analytics/summary", {"page": page})
+        if response.status_code != 200:
+            raise RuntimeError(
+                f"/analytics/summary: HTTP {response.status_code}: {response.content[:300]!r}"
+            )
+        body = response.json()
+        if body["count"] != count or len(body["results"]) != min(50, count - (page - 1) * 50):
+            raise RuntimeError("/analytics/summary: unexpected page")
+        return len(body["results"])
+
+    return measure([lambda p=p: call(p) for p in pick(rng, range(1, pages + 1), reps)])
+
+
+# --- Output --------------------------------------------------------------------------------
+
+
+def metric_rows(metrics: Sequence[Metric]) -> list[list[str]]:
+    """One table row per metric."""
+    rows = []
+    for m in metrics:
+        goal = GOALS_MS[m.key]
+        ratio = m.raw.ms("db", 95) / m.rollups.ms("db", 95)
+        ok = m.rollups.ms("db", 95) <= goal and ratio >= GOAL_RATIO
+        rows.append(
+            [
+                m.title,
+                str(len(m.rollups.db)),
+                f"{m.rollups.ms('db', 50):.2f} / {m.rollups.ms('db', 95):.2f}",
+                f"{percentile(m.rollups.queries, 50):.0f}",
+                f"{m.rollups.ms('wall', 50):.2f} / {m.rollups.ms('wall', 95):.2f}",
+                str(len(m.raw.db)),
+                f"{m.raw.ms('db', 50):,.1f} / {m.raw.ms('db', 95):,.1f}",
+                f"{m.raw.ms('db', 50) / m.rollups.ms('db', 50):,.0f}x / {ratio:,.0f}x",
+                f"<= {goal:g} ms, >= {GOAL_RATIO}x",
+                "meets" if ok else "MISSES",
+            ]
+        )
+    return rows
+
+
+def print_metrics(metrics: Sequence[Metric]) -> None:
+    """The metric table and the notes under it."""
+    headers = [
+        "metric",
+        "n",
+        "db p50 / p95 ms",
+        "queries",
+        "wall p50 / p95 ms",
+        "raw n",
+        "raw db p50 / p95 ms",
+        "raw / rollups p50 / p95",
+        "goal (db p95)",
+        "verdict",
+    ]
+    print()
+    print_table(headers, metric_rows(metrics))
+    for m in metrics:
+        if m.note:
+            print(f"  {m.title}: {m.note}")
+
+
+def print_api(world: World, api: dict[str, Timing]) -> None:
+    """Wall and database time of the API pages."""
+    rows = []
+    for name, timing in api.items():
+        p95 = timing.ms("wall", 95)
+        size = world.layout.tenant_size if name == "tenant" else world.layout.endpoints
+        rows.append(
+            [
+                f"GET /analytics/summary, 24 h, page of 50 ({size:,}-endpoint org)",
+                str(len(timing.wall)),
+                f"{timing.ms('wall', 50):.1f} / {p95:.1f}",
+                f"{timing.ms('db', 50):.1f} / {timing.ms('db', 95):.1f}",
+                f"{percentile(timing.queries, 50):.0f}",
+                "meets" if p95 <= GOAL_API_MS else "MISSES",
+            ]
+        )
+    print()
+    print_table(
+        [
+            "API",
+            "n",
+            "wall p50 / p95 ms",
+            "db p50 / p95 ms",
+            "queries",
+            f"goal p95 <= {GOAL_API_MS:g} ms",
+        ],
+        rows,
+    )
+
+
+def benchmark(args: argparse.Namespace) -> None:
+    """Build or reuse the data, then measure and print."""
+    began = time.perf_counter()
+    # No collected static files here: whitenoise says so once per middleware set-up.
+    warnings.filterwarnings("ignore", message="No directory at", category=UserWarning)
+    print(f"CPUs: {CPUS}; load average before the run: {load_average()}")
+    with database(args) as url:
+        extra = {"ALLOWED_HOSTS": "testserver"}
+        if args.reuse:
+            with psycopg.connect(url) as conn:
+                extra["FIELD_ENCRYPTION_KEYS"] = conn.execute(
+                    "SELECT meta FROM bench_meta"
+                ).fetchone()[0]["keys"]
+        app_environment(url, **extra)
+        if not args.reuse:
+            migrate()
+        setup_django()
+        from django.db import connection
+
+        if not args.reuse:
+            build(url, args.scale, began)
+        world = load_world()
+        progress = Progress(began)
+        if args.reuse:
+            print(f"layout: {world.layout.describe()}")
+        print()
+        print_table(["table", "rows", "size with indexes", "of which indexes"], table_sizes())
+        print()
+        compared = verify_rollups(world)
+        progress.say(f"SQL-built rollups equal rollups_rebuild's ({compared:,} rows compared)")
+        rng = random.Random(args.seed)
+        metrics = endpoint_metrics(world, args, rng)
+        metrics += project_metrics(world, args, rng)
+        progress.say("endpoint and project metrics measured")
+        metrics.append(
+            org_metric(world, args, world.tenants, args.org_reps, "org", "org 30-day summary")
+        )
+        progress.say("tenant metric measured")
+        api = {"tenant": measure_api(world, world.tenants[0], args.api_reps, rng)}
+        tenants = {p.pk: p.organization_id for p in world.projects}
+        move_projects(world.projects, lambda project: world.all_org.pk)
+        try:
+            metrics.append(
+                org_metric(
+                    world,
+                    args,
+                    [world.all_org],
+                    args.all_reps,
+                    "org_all",
+                    "org 30-day summary, all in one org",
+                )
+            )
+            api["all"] = measure_api(world, world.all_org, args.api_reps, rng)
+        finally:
+            move_projects(world.projects, lambda project: tenants[project.pk])
+        progress.say("all-in-one metric and API measured")
+        print_metrics(metrics)
+        print_api(world, api)
+        ingest = []
+        if not args.skip_ingest:
+            for processes in (1, 2):
+                ingest.append(measure_ingest(args, world, processes))
+                progress.say(f"ingest with {processes} process(es) measured")
+            # Endpoints in steady state hold history; these have the raw day (and are not
+            # read again: the new checks come an hour after it).
+            size = min(INGEST_ENDPOINTS, len(world.endpoints) // BATCH * BATCH)
+            if size:
+                ids = [str(e.pk) for e in world.endpoints[:size]]
+                groups = [[ids[g : g + BATCH] for g in range(0, size, BATCH)]]
+                ingest.append(measure_ingest(args, world, 1, groups))
+                progress.say("ingest into endpoints with history measured")
+            print_ingest(ingest)
+        if not args.skip_retention:
+            retention = measure_retention(url, world, progress)
+            print()
+            print_table(["retention", "time", "rows"], retention)
+        print(f"\ntotal time {time.perf_counter() - began:.0f} s")
+        connection.close()
+
+
+def main() -> int:
+    """Run the benchmark, or one ingest process of it."""
+    args = parse_args()
+    if args.as_ingester:
+        return ingester(args.as_ingester)
+    return run_benchmark(benchmark, args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
