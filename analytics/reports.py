@@ -16,8 +16,9 @@ from django.db.models import Count
 
 from accounts.models import Project
 from analytics import selectors
+from analytics.latency import Latency
 from analytics.models import TIERS
-from analytics.selectors import Coverage, Latency
+from analytics.selectors import Coverage
 from analytics.windows import BUCKETS, PERIODS, Window
 from monitoring.models import CheckResult, Endpoint, Incident
 

@@ -1,7 +1,6 @@
 """Rollup writes: adding ingested checks, rebuilding from raw checks, and retention."""
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
@@ -11,41 +10,19 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from analytics import histogram
+from analytics.latency import Latency
 from analytics.models import TIERS, DayRollup, FiveMinuteRollup, HourRollup, Rollup
 from analytics.windows import ceil, floor
 from monitoring.models import CheckResult, Endpoint, time_ordered_uuid_floor
 
 
-@dataclass
-class _Sums:
-    """One rollup row being built in memory."""
-
-    count: int = 0
-    failures: int = 0
-    sum_ms: float = 0.0
-    min_ms: float | None = None
-    max_ms: float | None = None
-    hist: list[int] = field(default_factory=lambda: [0] * histogram.SIZE)
-
-    def add(self, ok: bool, ms: float) -> None:
-        """Count one check; its time joins the latency figures if it succeeded."""
-        self.count += 1
-        if not ok:
-            self.failures += 1
-            return
-        self.sum_ms += ms
-        self.min_ms = ms if self.min_ms is None else min(self.min_ms, ms)
-        self.max_ms = ms if self.max_ms is None else max(self.max_ms, ms)
-        self.hist[histogram.bucket_of(ms)] += 1
-
-
 def _sums_by_bucket(
     tier: type[Rollup], checks: Iterable[tuple[UUID, datetime, bool, float]]
-) -> dict[tuple[UUID, datetime], _Sums]:
-    rows: dict[tuple[UUID, datetime], _Sums] = {}
+) -> dict[tuple[UUID, datetime], Latency]:
+    rows: dict[tuple[UUID, datetime], Latency] = {}
     for endpoint_id, checked_at, ok, ms in checks:
         key = (endpoint_id, floor(checked_at, tier.width))
-        rows.setdefault(key, _Sums()).add(ok, ms)
+        rows.setdefault(key, Latency()).add(ok, ms)
     return rows
 
 
@@ -88,7 +65,9 @@ def _upsert_sql(tier: type[Rollup], *, replace: bool, arrays: bool = False) -> s
     )
 
 
-def _write(tier: type[Rollup], rows: dict[tuple[UUID, datetime], _Sums], *, replace: bool) -> None:
+def _write(
+    tier: type[Rollup], rows: dict[tuple[UUID, datetime], Latency], *, replace: bool
+) -> None:
     pk = tier._meta.get_field("endpoint").target_field
     bucket_field = tier._meta.get_field("bucket")
     ordered = sorted(rows.items(), key=lambda item: (str(item[0][0]), item[0][1]))

@@ -1,0 +1,68 @@
+"""What a set of checks adds up to: the sums a rollup row holds, built from checks on
+ingest and from aggregated rows on reads."""
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from analytics import histogram
+
+
+@dataclass
+class Latency:
+    """What a set of checks adds up to; response-time figures cover successes only."""
+
+    count: int = 0
+    failures: int = 0
+    sum_ms: float = 0.0
+    min_ms: float | None = None
+    max_ms: float | None = None
+    hist: list[int] = field(default_factory=lambda: [0] * histogram.SIZE)
+
+    def add(self, ok: bool, ms: float) -> None:
+        """Count one check; its time joins the latency figures if it succeeded."""
+        self.count += 1
+        if not ok:
+            self.failures += 1
+            return
+        self.sum_ms += ms
+        self.min_ms = ms if self.min_ms is None else min(self.min_ms, ms)
+        self.max_ms = ms if self.max_ms is None else max(self.max_ms, ms)
+        self.hist[histogram.bucket_of(ms)] += 1
+
+    def merge(self, row: Mapping[str, Any]) -> None:
+        """Add an aggregated rollup row."""
+        self.count += row["count"] or 0
+        self.failures += row["failures"] or 0
+        self.sum_ms += row["sum_ms"] or 0.0
+        for name, pick in (("min_ms", min), ("max_ms", max)):
+            if row[name] is not None:
+                mine = getattr(self, name)
+                setattr(self, name, row[name] if mine is None else pick(mine, row[name]))
+        for index, name in enumerate(histogram.FIELDS):
+            self.hist[index] += row[name] or 0
+
+    @property
+    def successes(self) -> int:
+        """Checks that succeeded."""
+        return self.count - self.failures
+
+    def percentile(self, q: float) -> float | None:
+        """The q-th quantile of successful response times, from the histogram."""
+        return histogram.percentile(self.hist, q, self.min_ms, self.max_ms)
+
+    def figures(self) -> dict[str, Any]:
+        """The response-time and rate figures, as the API shows them."""
+        rate = (lambda part: round(100 * part / self.count, 4)) if self.count else None
+        return {
+            "checks": self.count,
+            "failures": self.failures,
+            "success_rate": rate(self.successes) if rate else None,
+            "error_rate": rate(self.failures) if rate else None,
+            "avg_ms": round(self.sum_ms / self.successes, 3) if self.successes else None,
+            "min_ms": self.min_ms,
+            "max_ms": self.max_ms,
+            "p50_ms": self.percentile(0.50),
+            "p95_ms": self.percentile(0.95),
+            "p99_ms": self.percentile(0.99),
+        }
