@@ -77,20 +77,18 @@ def test_deletes_go_in_batches(history, monkeypatch):
         assert services.retention_run()["checks"] == 2
 
 
-def test_figures_over_old_days_come_from_rollups_after_retention(api, cast, history):
+def summary_after_retention(api, user, endpoint, start, end):
+    """The endpoint's summary over [start, end), read 100 days on, after retention ran."""
     with time_machine.travel(T0 + 100 * DAY, tick=False):
         services.retention_run()
-        api.as_user(cast.owner)
-        [row] = figures(
-            api.get(
-                "/api/v1/analytics/summary",
-                {
-                    "endpoint": str(history.id),
-                    "from": T0.isoformat(),
-                    "to": (T0 + 30 * DAY).isoformat(),
-                },
-            )
-        )
+        api.as_user(user)
+        params = {"endpoint": str(endpoint.id), "from": start.isoformat(), "to": end.isoformat()}
+        [row] = figures(api.get("/api/v1/analytics/summary", params))
+    return row
+
+
+def test_figures_over_old_days_come_from_rollups_after_retention(api, cast, history):
+    row = summary_after_retention(api, cast.owner, history, T0, T0 + 30 * DAY)
 
     assert (row["checks"], row["failures"], row["avg_ms"]) == (4, 2, 10.0)
 
@@ -101,18 +99,6 @@ def test_an_old_range_with_uneven_edges_reads_the_days_that_hold_it(api, cast, h
         record(history, hourly)
     start = T0 + timedelta(days=1, hours=7, minutes=3)  # 5-minute and hourly rows gone
 
-    with time_machine.travel(T0 + 100 * DAY, tick=False):
-        services.retention_run()
-        api.as_user(cast.owner)
-        [row] = figures(
-            api.get(
-                "/api/v1/analytics/summary",
-                {
-                    "endpoint": str(history.id),
-                    "from": start.isoformat(),
-                    "to": (start + timedelta(hours=30)).isoformat(),
-                },
-            )
-        )
+    row = summary_after_retention(api, cast.owner, history, start, start + timedelta(hours=30))
 
     assert (row["checks"], row["avg_ms"]) == (48, 20.0)  # the two whole days, once each
