@@ -24,7 +24,6 @@ import re
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -32,14 +31,10 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
-from pathlib import Path
 
-import psycopg
+from _support import BIN, ROOT, free_port, run_benchmark, throwaway_database
 from cryptography.fernet import Fernet
 
-ROOT = Path(__file__).resolve().parent.parent
-BIN = Path(sys.executable).parent
-PG_ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
 GOAL = 0.6
 
 SETUP = """
@@ -81,12 +76,6 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--workers", type=int, default=2, help="gunicorn sync workers")
     parser.add_argument("--cache-url", default="", help="CACHE_URL (default: local memory)")
     return parser.parse_args()
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def app_env(database_url: str, cache_url: str) -> dict[str, str]:
@@ -190,11 +179,6 @@ def print_environment(args: argparse.Namespace, data: dict[str, str]) -> None:
     print(f" (after a {args.warmup}s warm-up per route)\n", flush=True)
 
 
-def drop_database(name: str) -> None:
-    with psycopg.connect(PG_ADMIN_URL, autocommit=True) as admin:
-        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-
 @contextlib.contextmanager
 def serve(env: dict[str, str], workers: int, port: int) -> Iterator[None]:
     """gunicorn without an access log; its error log is shown only when something fails."""
@@ -219,8 +203,12 @@ def serve(env: dict[str, str], workers: int, port: int) -> Iterator[None]:
                 server.wait()
 
 
-def benchmark(args: argparse.Namespace, database: str) -> None:
-    env = app_env(f"postgres://postgres@127.0.0.1:5432/{database}", args.cache_url)
+def benchmark(args: argparse.Namespace) -> None:
+    with throwaway_database("healthmon_bench") as database_url:
+        measure(args, app_env(database_url, args.cache_url))
+
+
+def measure(args: argparse.Namespace, env: dict[str, str]) -> None:
     data = setup_data(env, args.endpoints)
     port = free_port()
     base = f"http://127.0.0.1:{port}/api/v1"
@@ -254,25 +242,7 @@ def main() -> int:
     args = parse_args()
     if shutil.which("wrk") is None:
         sys.exit("wrk is not on PATH: install it with `apt-get install -y wrk` (Debian/Ubuntu).")
-    database = f"healthmon_bench_{os.getpid()}"
-    # SIGTERM unwinds like Ctrl-C, so the finally below still drops the database.
-    signal.signal(signal.SIGTERM, signal.default_int_handler)
-    try:
-        with psycopg.connect(PG_ADMIN_URL, autocommit=True) as admin:
-            admin.execute(f'CREATE DATABASE "{database}"')
-    except psycopg.OperationalError as exc:
-        sys.exit(f"cannot reach PostgreSQL at {PG_ADMIN_URL}: {exc}")
-    try:
-        benchmark(args, database)
-    except KeyboardInterrupt:
-        print("\ninterrupted", file=sys.stderr)
-        return 130
-    except (RuntimeError, subprocess.CalledProcessError) as exc:
-        print(f"benchmark failed: {exc}", file=sys.stderr)
-        return 1
-    finally:
-        drop_database(database)
-    return 0
+    return run_benchmark(benchmark, args)
 
 
 if __name__ == "__main__":
