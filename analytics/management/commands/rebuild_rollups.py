@@ -3,6 +3,7 @@
 from datetime import timedelta
 from typing import Any
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
 from django.utils import timezone
 
@@ -24,8 +25,6 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         """Rebuild day by day, oldest first."""
-        from django.conf import settings
-
         days = settings.RAW_RETENTION_DAYS if options["days"] is None else options["days"]
         today = timezone.now().replace(hour=0, minute=0, second=0, microsecond=0)
         ids = list(Endpoint.objects.order_by("pk").values_list("pk", flat=True))
