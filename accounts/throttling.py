@@ -4,6 +4,7 @@ import hashlib
 from typing import TYPE_CHECKING
 
 from django.conf import settings
+from django.http import HttpRequest
 from rest_framework.request import Request
 from rest_framework.throttling import SimpleRateThrottle
 
@@ -57,3 +58,43 @@ class AuthAccountThrottle(_AuthThrottle):
             return None
         digest = hashlib.sha256(subject.encode()).hexdigest()[:32]
         return self._key(view, "account", digest)
+
+
+class _BucketThrottle(_AuthThrottle):
+    """One named bucket at the auth rate."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__()
+        self.key = key
+
+    def get_cache_key(self, request: Request, view: "APIView") -> str | None:
+        """The bucket given."""
+        return self.key
+
+
+class _PageView:
+    """Stands in for an API view: pages share the API route's buckets (`action`)."""
+
+    def __init__(self, action: str) -> None:
+        self.action = action
+
+
+def page_throttle_wait(request: HttpRequest, action: str, account: str = "") -> float | None:
+    """Seconds to wait when a page's form post is over the auth limits, else None.
+
+    The page counts in the same per-IP and per-account buckets as the API route of the
+    same name, so alternating between the two gains an attacker nothing.
+    """
+    view = _PageView(action)
+    throttle = AuthIPThrottle()
+    keys = [throttle._key(view, "ip", throttle.get_ident(request))]  # type: ignore[arg-type]
+    if account.strip():
+        subject = normalize_email(account) if "@" in account else account
+        digest = hashlib.sha256(subject.encode()).hexdigest()[:32]
+        keys.append(throttle._key(view, "account", digest))  # type: ignore[arg-type]
+    waits = []
+    for key in keys:
+        limiter = _BucketThrottle(key)
+        if not limiter.allow_request(request, view):  # type: ignore[arg-type]
+            waits.append(limiter.wait() or 1.0)
+    return max(waits) if waits else None

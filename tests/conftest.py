@@ -4,7 +4,7 @@ The cast in every API test module: an owner, an admin and a member of one organi
 member granted its default project), and an outsider who owns another organization.
 """
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -23,7 +23,8 @@ from accounts.tokens import issue_access_token
 from apikeys.services import api_key_create
 from monitoring.config import validate_config
 from monitoring.models import Endpoint
-from monitoring.services import endpoint_create
+from monitoring.probes import ProbeResult
+from monitoring.services import CheckOutcome, checks_record, endpoint_create
 from tests.helpers import PASSWORD
 
 
@@ -157,3 +158,22 @@ def make_endpoint() -> Callable[..., Endpoint]:
 def outbox() -> list[mail.EmailMessage]:
     """Mails sent during the test (Django's locmem backend)."""
     return mail.outbox
+
+
+Check = tuple[datetime, bool, float] | tuple[datetime, bool, float, str]
+
+
+@pytest.fixture
+def record() -> Callable[..., int]:
+    """Store checks of one endpoint as workers do (rollups, status and incidents follow)."""
+
+    def store(endpoint: Endpoint, checks: Sequence[Check]) -> int:
+        outcomes = []
+        for check in checks:
+            at, ok, ms, *rest = check
+            error = rest[0] if rest else ("" if ok else "connection refused")
+            result = ProbeResult(ok=ok, response_time_ms=ms, error=error, started_at=at.timestamp())
+            outcomes.append(CheckOutcome(endpoint.pk, at, at, result))
+        return checks_record(outcomes=outcomes)
+
+    return store

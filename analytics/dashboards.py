@@ -1,0 +1,169 @@
+"""What the dashboard pages show, read with a fixed number of queries per page.
+
+The pages use the same reports as the analytics API (`analytics.reports`), so a figure on
+a page and the same figure from the API always agree.
+"""
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+from django.core.paginator import Page, Paginator
+from django.db.models import Case, IntegerField, QuerySet, Value, When
+
+from accounts.models import Project, User
+from analytics import reports
+from analytics.reports import Items
+from analytics.selectors import bucket_for
+from analytics.windows import PERIODS, Window
+from monitoring.models import CheckResult, Endpoint, EndpointStatus, Incident
+
+OVERVIEW_PAGE_SIZE = 100
+RECENT = 20
+# Worst first, so that what needs attention leads each project's list.
+STATUS_ORDER = [
+    EndpointStatus.DOWN,
+    EndpointStatus.DEGRADED,
+    EndpointStatus.PENDING,
+    EndpointStatus.UP,
+    EndpointStatus.PAUSED,
+]
+
+
+def period_window(period: str, now: datetime) -> Window:
+    """The live window of a period name (24h, 7d, 30d) ending now."""
+    return Window(now - PERIODS[period], now)
+
+
+@dataclass
+class OverviewFilters:
+    """What the overview is narrowed to; empty means everything visible."""
+
+    project: UUID | None = None
+    status: str = ""
+    type: str = ""
+    period: str = "24h"
+
+
+@dataclass
+class ProjectGroup:
+    """A project's endpoints on one overview page, with their figures."""
+
+    project: Project
+    rows: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _ranked(endpoints: QuerySet[Endpoint]) -> QuerySet[Endpoint]:
+    rank = Case(
+        *[When(status=status, then=Value(i)) for i, status in enumerate(STATUS_ORDER)],
+        default=Value(len(STATUS_ORDER)),
+        output_field=IntegerField(),
+    )
+    return endpoints.annotate(rank=rank).order_by("project__name", "project_id", "rank", "name")
+
+
+def overview_endpoints(user: User, filters: OverviewFilters) -> QuerySet[Endpoint]:
+    """The endpoints the user may see, narrowed by the filters, worst status first."""
+    endpoints = (
+        Endpoint.objects.visible_to(user).select_related("project").defer("target", "config")
+    )
+    if filters.project:
+        endpoints = endpoints.filter(project_id=filters.project)
+    if filters.status:
+        endpoints = endpoints.filter(status=filters.status)
+    if filters.type:
+        endpoints = endpoints.filter(type=filters.type)
+    return _ranked(endpoints)
+
+
+def overview(
+    user: User, filters: OverviewFilters, page_number: str | None, now: datetime
+) -> tuple[Page[Endpoint], list[ProjectGroup], list[Incident]]:
+    """One page of the overview: endpoints grouped by project with status, uptime over
+    24 h / 7 d / 30 d, average response time over the period and a 24 h sparkline; and the
+    open incidents, newest first."""
+    page = Paginator(overview_endpoints(user, filters), OVERVIEW_PAGE_SIZE).get_page(page_number)
+    endpoints = list(page.object_list)
+    items = Items("endpoint", endpoints)
+    figures = {
+        row["endpoint"]: row
+        for row in reports.summary(items, period_window(filters.period, now), now)
+    }
+    day = period_window("24h", now)
+    lines = {row["endpoint"]: row["points"] for row in reports.response_time(items, day, "1h")}
+    groups: dict[UUID, ProjectGroup] = {}
+    for endpoint in endpoints:
+        group = groups.setdefault(endpoint.project_id, ProjectGroup(endpoint.project))
+        key = str(endpoint.pk)
+        group.rows.append({**figures[key], "object": endpoint, "points": lines[key]})
+    return page, list(groups.values()), open_incidents(user, filters)
+
+
+def open_incidents(user: User, filters: OverviewFilters, limit: int = RECENT) -> list[Incident]:
+    """Incidents still open on endpoints the overview shows, newest first."""
+    incidents = Incident.objects.visible_to(user).open().select_related("endpoint__project")
+    if filters.project:
+        incidents = incidents.filter(endpoint__project_id=filters.project)
+    if filters.type:
+        incidents = incidents.filter(endpoint__type=filters.type)
+    return list(incidents.order_by("-started_at")[:limit])
+
+
+def endpoint_detail(endpoint: Endpoint, period: str, now: datetime) -> dict[str, Any]:
+    """Everything the endpoint page shows.
+
+    The response-time graph covers the last 24 hours in 5-minute buckets; availability,
+    SLA, rates and trends cover the chosen period.
+    """
+    items = Items("endpoint", [endpoint])
+    window = period_window(period, now)
+    bucket = bucket_for(window, None)
+    day = period_window("24h", now)
+    (summary,) = reports.summary(items, window, now)
+    (series,) = reports.response_time(items, day, "5m")
+    (availability,) = reports.availability(items, window, bucket, now)
+    (errors,) = reports.errors(items, window, bucket, now)
+    (sla,) = reports.sla(items, window, now, None)
+    return {
+        "window": window,
+        "day": day,
+        "bucket": bucket,
+        "summary": summary,
+        "series": series["points"],
+        "availability": availability,
+        "errors": errors,
+        "sla": sla,
+        "checks": list(
+            CheckResult.objects.filter(endpoint=endpoint).order_by("-checked_at")[:RECENT]
+        ),
+        "incidents": list(
+            Incident.objects.filter(endpoint=endpoint).order_by("-started_at")[:RECENT]
+        ),
+    }
+
+
+def comparison(endpoints: list[Endpoint], period: str, now: datetime) -> dict[str, Any]:
+    """Several endpoints side by side: one overlaid series each and their figures."""
+    window = period_window(period, now)
+    bucket = bucket_for(window, None)
+    rows = reports.compare(endpoints, window, bucket, now) if endpoints else []
+    by_id = {str(endpoint.pk): endpoint for endpoint in endpoints}
+    for row in rows:
+        row["object"] = by_id[row["endpoint"]]
+    return {"window": window, "bucket": bucket, "rows": rows}
+
+
+def endpoint_choices(user: User) -> dict[Project, list[Endpoint]]:
+    """Every endpoint the user may see, by project, for pickers (names only)."""
+    found: dict[Project, list[Endpoint]] = defaultdict(list)
+    endpoints = (
+        Endpoint.objects.visible_to(user)
+        .select_related("project")
+        .only("id", "name", "status", "project__id", "project__name")
+        .order_by("project__name", "name")
+    )
+    for endpoint in endpoints:
+        found[endpoint.project].append(endpoint)
+    return dict(found)

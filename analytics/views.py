@@ -1,0 +1,158 @@
+"""Dashboard pages: the overview, an endpoint's page and the comparison view.
+
+Charts are SVG drawn here on the server (`analytics.charts`); the pages need no script.
+"""
+
+import uuid
+from typing import Any
+
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.utils import timezone
+from django.views.decorators.http import require_GET
+
+from accounts.access import access_endpoint
+from accounts.models import Project
+from analytics import charts, dashboards
+from analytics.api.params import MAX_COMPARED
+from analytics.dashboards import OverviewFilters
+from analytics.windows import PERIODS
+from healthmon.pages import member_required, page_user
+from monitoring.models import Endpoint, EndpointStatus, EndpointType
+
+PERIOD_CHOICES = [("24h", "24 hours"), ("7d", "7 days"), ("30d", "30 days")]
+
+
+def _period(request: HttpRequest) -> str:
+    """The period asked for; anything else falls back to 24 hours."""
+    period = request.GET.get("period", "24h")
+    return period if period in PERIODS else "24h"
+
+
+def _uuid_or_none(value: str) -> uuid.UUID | None:
+    try:
+        return uuid.UUID(value) if value else None
+    except ValueError:
+        return None
+
+
+def _filters(request: HttpRequest) -> OverviewFilters:
+    """Overview filters from the query string; unknown values are ignored, not errors."""
+    status = request.GET.get("status", "")
+    kind = request.GET.get("type", "")
+    return OverviewFilters(
+        project=_uuid_or_none(request.GET.get("project", "")),
+        status=status if status in EndpointStatus.values else "",
+        type=kind if kind in EndpointType.values else "",
+        period=_period(request),
+    )
+
+
+@member_required
+@require_GET
+def overview_page(request: HttpRequest) -> HttpResponse:
+    """Every endpoint the user may see, grouped by project; refreshes every 30 s."""
+    user = page_user(request)
+    filters = _filters(request)
+    page, groups, incidents = dashboards.overview(
+        user, filters, request.GET.get("page"), timezone.now()
+    )
+    for group in groups:
+        for row in group.rows:
+            row["sparkline"] = charts.sparkline(row["points"])
+    query = request.GET.copy()
+    query.pop("page", None)
+    context = {
+        "page": page,
+        "groups": groups,
+        "incidents": incidents,
+        "filters": filters,
+        "projects": Project.objects.visible_to(user).order_by("name"),
+        "statuses": EndpointStatus.choices,
+        "types": EndpointType.choices,
+        "periods": PERIOD_CHOICES,
+        "query": query.urlencode(),
+        "refresh": 30,
+    }
+    return render(request, "analytics/overview.html", context)
+
+
+@member_required
+@require_GET
+def endpoint_page(request: HttpRequest, endpoint_id: str) -> HttpResponse:
+    """One endpoint: the 24 h response-time graph, availability with incidents, SLA,
+    rates and trends, recent checks and incidents; refreshes every 30 s."""
+    user = page_user(request)
+    endpoint = access_endpoint(user, endpoint_id)
+    period = _period(request)
+    data = dashboards.endpoint_detail(endpoint, period, timezone.now())
+    day, window = data["day"], data["window"]
+    context: dict[str, Any] = {
+        "endpoint": endpoint,
+        "period": period,
+        "periods": PERIOD_CHOICES,
+        "response_chart": charts.response_time_chart(
+            data["series"], start=day.start, end=day.end, title=f"Response time of {endpoint.name}"
+        ),
+        "availability_chart": charts.availability_chart(
+            data["availability"]["buckets"],
+            data["availability"]["incidents"],
+            start=window.start,
+            end=window.end,
+            title=f"Availability of {endpoint.name}",
+        ),
+        "refresh": 30,
+        **data,
+    }
+    return render(request, "analytics/endpoint.html", context)
+
+
+def _compared(request: HttpRequest, user: Any) -> list[Endpoint]:
+    """The endpoints picked (up to 10); an id the user cannot see is a 404."""
+    raw = [value for value in request.GET.getlist("endpoints") if value]
+    parsed = list(dict.fromkeys(_uuid_or_none(value) for value in raw))
+    ids = [endpoint_id for endpoint_id in parsed if endpoint_id is not None]
+    if len(ids) != len(parsed):
+        raise Http404
+    if len(ids) > MAX_COMPARED:
+        return []
+    found = {
+        endpoint.pk: endpoint
+        for endpoint in Endpoint.objects.visible_to(user)
+        .select_related("project")
+        .defer("target", "config")
+        .filter(pk__in=ids)
+    }
+    if len(found) != len(ids):
+        raise Http404
+    return [found[endpoint_id] for endpoint_id in ids]
+
+
+@member_required
+@require_GET
+def compare_page(request: HttpRequest) -> HttpResponse:
+    """Pick up to 10 endpoints: their response times on one graph, their figures in a table."""
+    user = page_user(request)
+    period = _period(request)
+    endpoints = _compared(request, user)
+    too_many = len(request.GET.getlist("endpoints")) > MAX_COMPARED
+    data = dashboards.comparison(endpoints, period, timezone.now())
+    chart = None
+    if data["rows"]:
+        window = data["window"]
+        chart = charts.comparison_chart(
+            [(row["name"], row["points"]) for row in data["rows"]],
+            start=window.start,
+            end=window.end,
+        )
+    context = {
+        "period": period,
+        "periods": PERIOD_CHOICES,
+        "choices": dashboards.endpoint_choices(user),
+        "selected": {str(endpoint.pk) for endpoint in endpoints},
+        "chart": chart,
+        "too_many": too_many,
+        "max_compared": MAX_COMPARED,
+        **data,
+    }
+    return render(request, "analytics/compare.html", context, status=400 if too_many else 200)

@@ -1,0 +1,21 @@
+// Small enhancements; every page works without them.
+// - [data-copy]: copies the text of the element it names to the clipboard.
+// - form[data-confirm]: asks before submitting (pause, delete, revoke, remove).
+"use strict";
+
+document.addEventListener("click", (event) => {
+  const button = event.target.closest("[data-copy]");
+  if (!button) return;
+  const source = document.getElementById(button.dataset.copy);
+  if (!source || !navigator.clipboard) return;
+  navigator.clipboard.writeText(source.textContent.trim()).then(() => {
+    const label = button.textContent;
+    button.textContent = "Copied";
+    setTimeout(() => { button.textContent = label; }, 2000);
+  });
+});
+
+document.addEventListener("submit", (event) => {
+  const form = event.target.closest("form[data-confirm]");
+  if (form && !window.confirm(form.dataset.confirm)) event.preventDefault();
+});

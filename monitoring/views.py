@@ -1,0 +1,172 @@
+"""Endpoint management pages: create, edit, pause, resume, check now and delete.
+
+The forms are checked by the API's `EndpointSerializer` and written by the same services,
+so a page accepts exactly what the API accepts; targets are shown masked, and sending the
+mask back keeps the stored secret.
+"""
+
+import json
+from typing import Any
+
+from django.contrib import messages
+from django.db import transaction
+from django.http import HttpRequest, HttpResponse, QueryDict
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_http_methods, require_POST
+
+from accounts.access import access_endpoint
+from accounts.models import Project
+from healthmon.pages import PageForm, member_required, page_user
+from monitoring import services
+from monitoring.api.serializers import DEFAULT_INTERVAL, EndpointSerializer
+from monitoring.models import SLA_TIERS, Endpoint, EndpointType
+
+# Fields the edit form posts; anything else in the body is ignored.
+EDITABLE = [
+    "project",
+    "name",
+    "type",
+    "target",
+    "interval_seconds",
+    "timeout_seconds",
+    "failure_threshold",
+    "recovery_threshold",
+    "sla_target",
+    "config",
+]
+
+
+def _posted(request: HttpRequest, fields: list[str]) -> QueryDict:
+    """The posted endpoint fields; a blank config means "leave it" (the defaults on create)."""
+    data = QueryDict(mutable=True)
+    for name in fields:
+        if name in request.POST:
+            data[name] = request.POST[name]
+    if not data.get("config", "").strip():
+        data.pop("config", None)
+    return data
+
+
+def _form_page(
+    request: HttpRequest, form: PageForm, endpoint: Endpoint | None = None
+) -> HttpResponse:
+    context = {
+        "form": form,
+        "endpoint": endpoint,
+        "projects": Project.objects.visible_to(page_user(request)).order_by("name"),
+        "types": EndpointType.choices,
+        "sla_tiers": SLA_TIERS,
+    }
+    status = form.status if form.errors else 200
+    return render(request, "monitoring/endpoint_form.html", context, status=status)
+
+
+def _initial(endpoint: Endpoint) -> dict[str, Any]:
+    """The edit form's values: the masked target and config, never the secrets."""
+    return {
+        "project": str(endpoint.project_id),
+        "name": endpoint.name,
+        "type": endpoint.type,
+        "target": endpoint.target_masked,
+        "interval_seconds": endpoint.interval_seconds,
+        "timeout_seconds": endpoint.timeout_seconds,
+        "failure_threshold": endpoint.failure_threshold,
+        "recovery_threshold": endpoint.recovery_threshold,
+        "sla_target": endpoint.sla_target,
+        "config": json.dumps(endpoint.config_masked, indent=2),
+    }
+
+
+@member_required
+@require_http_methods(["GET", "POST"])
+def endpoint_create(request: HttpRequest) -> HttpResponse:
+    """Start monitoring a service (members in their projects, owners and admins anywhere)."""
+    if request.method == "GET":
+        form = PageForm(
+            {
+                "project": request.GET.get("project", ""),
+                "interval_seconds": DEFAULT_INTERVAL,
+                "failure_threshold": 2,
+                "recovery_threshold": 1,
+                "sla_target": 99.9,
+                "enabled": "on",
+            }
+        )
+        return _form_page(request, form)
+    data = _posted(request, [*EDITABLE, "enabled"])
+    form = PageForm.check(EndpointSerializer, data, context={"request": request})
+    endpoint = form.attempt(services.endpoint_create)
+    if endpoint is None:
+        return _form_page(request, form)
+    messages.success(request, f"{endpoint.name} is monitored now.")
+    return redirect("endpoint", endpoint_id=endpoint.pk)
+
+
+@member_required
+@require_http_methods(["GET", "POST"])
+def endpoint_edit(request: HttpRequest, endpoint_id: str) -> HttpResponse:
+    """Change what and how an endpoint is probed."""
+    user = page_user(request)
+    if request.method == "GET":
+        endpoint = access_endpoint(user, endpoint_id)
+        return _form_page(request, PageForm(_initial(endpoint)), endpoint)
+    with transaction.atomic():
+        endpoint = access_endpoint(user, endpoint_id, for_update=True)
+        data = _posted(request, EDITABLE)
+        form = PageForm.check(
+            EndpointSerializer, data, instance=endpoint, partial=True, context={"request": request}
+        )
+        form.attempt(services.endpoint_update, endpoint=endpoint)
+    if not form.is_valid:
+        return _form_page(request, form, endpoint)
+    messages.success(request, f"{endpoint.name} is saved.")
+    return redirect("endpoint", endpoint_id=endpoint.pk)
+
+
+def _toggle(request: HttpRequest, endpoint_id: str, enabled: bool) -> HttpResponse:
+    with transaction.atomic():
+        endpoint = access_endpoint(page_user(request), endpoint_id, for_update=True)
+        endpoint = services.endpoint_set_enabled(endpoint=endpoint, enabled=enabled)
+    messages.success(request, f"{endpoint.name} is {'resumed' if enabled else 'paused'}.")
+    return redirect("endpoint", endpoint_id=endpoint.pk)
+
+
+@member_required
+@require_POST
+def endpoint_pause(request: HttpRequest, endpoint_id: str) -> HttpResponse:
+    """Stop checking an endpoint; its history stays."""
+    return _toggle(request, endpoint_id, enabled=False)
+
+
+@member_required
+@require_POST
+def endpoint_resume(request: HttpRequest, endpoint_id: str) -> HttpResponse:
+    """Check an endpoint again, at once."""
+    return _toggle(request, endpoint_id, enabled=True)
+
+
+@member_required
+@require_POST
+def endpoint_check_now(request: HttpRequest, endpoint_id: str) -> HttpResponse:
+    """Queue an immediate check."""
+    endpoint = access_endpoint(page_user(request), endpoint_id)
+    form = PageForm()
+    form.attempt(services.endpoint_check_now, endpoint=endpoint)
+    for field_messages in form.errors.values():
+        for message in field_messages:
+            messages.error(request, message)
+    if form.is_valid:
+        messages.success(request, f"A check of {endpoint.name} is queued.")
+    return redirect("endpoint", endpoint_id=endpoint.pk)
+
+
+@member_required
+@require_POST
+def endpoint_delete(request: HttpRequest, endpoint_id: str) -> HttpResponse:
+    """Stop monitoring and delete an endpoint with its history."""
+    with transaction.atomic():
+        endpoint = access_endpoint(page_user(request), endpoint_id, for_update=True)
+        name = endpoint.name
+        endpoint.delete()
+    messages.success(request, f"{name} is deleted with its history.")
+    return redirect("overview")
