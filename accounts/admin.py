@@ -6,31 +6,61 @@ never displayed.
 
 from typing import Any
 
-from django.contrib import admin
+from django import forms
+from django.contrib import admin, messages
 from django.contrib.auth.admin import UserAdmin as DjangoUserAdmin
 from django.contrib.auth.forms import AdminPasswordChangeForm, UserChangeForm, UserCreationForm
 from django.core.exceptions import ValidationError
 from django.db.models import Count, QuerySet
+from django.forms.models import BaseInlineFormSet
 from django.http import HttpRequest
+from django.utils import timezone
 
 from accounts.models import Invitation, Organization, Project, ProjectAccess, Role, User
+from accounts.services import invitation_resend
+from healthmon.errors import Conflict
+
+OTHER_ORGANIZATION = "This project belongs to another organization."
 
 
 class UserInline(admin.TabularInline):
+    """The organization's users, listed; each is edited on its own page, where the
+    last-owner rule and password handling live."""
+
     model = User
-    fields = ["email", "role", "is_active", "date_joined"]
-    readonly_fields = ["email", "date_joined"]
+    fields = readonly_fields = ("email", "role", "is_active", "date_joined")
     extra = 0
     show_change_link = True
     can_delete = False
 
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        """A user needs a password: add one on the user page."""
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        """Role changes go through the user page, which keeps an owner in the organization."""
+        return False
+
 
 class ProjectInline(admin.TabularInline):
+    """The organization's projects, listed; each is added and renamed on the project page,
+    whose form checks the case-insensitive unique name (an inline form skips constraints on
+    its parent key, so a duplicate here was a database error)."""
+
     model = Project
-    fields = ["name", "created_at"]
-    readonly_fields = ["created_at"]
+    fields = readonly_fields = ("name", "created_at")
     extra = 0
     show_change_link = True
+    # Deleting would cascade to the project's endpoints and their whole history.
+    can_delete = False
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        """Add projects on the project page."""
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        """Rename projects on the project page."""
+        return False
 
 
 @admin.register(Organization)
@@ -61,8 +91,25 @@ class OrganizationAdmin(admin.ModelAdmin):
         return obj.num_projects  # type: ignore[attr-defined]
 
 
+class ProjectAccessFormSet(BaseInlineFormSet):
+    """Grants to projects of the user's own organization only (as the API allows)."""
+
+    def clean(self) -> None:
+        """Refuse a grant to another organization's project."""
+        super().clean()
+        for form in self.forms:
+            data = getattr(form, "cleaned_data", {})
+            project = data.get("project")
+            if project and not data.get("DELETE") and not self._same_org(project):
+                form.add_error("project", OTHER_ORGANIZATION)
+
+    def _same_org(self, project: Project) -> bool:
+        return project.organization_id == self.instance.organization_id
+
+
 class ProjectAccessInline(admin.TabularInline):
     model = ProjectAccess
+    formset = ProjectAccessFormSet
     fields = ["project", "created_at"]
     readonly_fields = ["created_at"]
     autocomplete_fields = ["project"]
@@ -111,9 +158,16 @@ class UserAdmin(DjangoUserAdmin):
     add_form = AdminUserCreationForm
     change_password_form = RevokingAdminPasswordChangeForm
     list_display = ["email", "organization", "role", "is_active", "email_verified", "date_joined"]
-    list_filter = ["role", "is_active", "is_staff", "date_joined"]
+    list_filter = [
+        "role",
+        "is_active",
+        ("email_verified_at", admin.EmptyFieldListFilter),
+        "is_staff",
+        "is_superuser",
+    ]
     list_select_related = ["organization"]
     search_fields = ["email", "organization__name", "id"]
+    date_hierarchy = "date_joined"
     ordering = ["email"]
     readonly_fields = ["id", "date_joined", "last_login", "token_version"]
     autocomplete_fields = ["organization"]
@@ -142,24 +196,129 @@ class UserAdmin(DjangoUserAdmin):
 
 @admin.register(Project)
 class ProjectAdmin(admin.ModelAdmin):
-    list_display = ["name", "organization", "created_at"]
+    list_display = ["name", "organization", "endpoint_count", "member_count", "created_at"]
     list_select_related = ["organization"]
     search_fields = ["name", "organization__name", "id"]
     list_filter = ["created_at"]
+    date_hierarchy = "created_at"
     readonly_fields = ["id", "created_at"]
     autocomplete_fields = ["organization"]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Project]:
+        """Count endpoints and granted members in the list query, not per row."""
+        return (
+            super()
+            .get_queryset(request)
+            .annotate(
+                num_endpoints=Count("endpoints", distinct=True),
+                num_members=Count("access", distinct=True),
+            )
+        )
+
+    @admin.display(description="endpoints", ordering="num_endpoints")
+    def endpoint_count(self, obj: Project) -> int:
+        return obj.num_endpoints  # type: ignore[attr-defined]
+
+    @admin.display(description="granted members", ordering="num_members")
+    def member_count(self, obj: Project) -> int:
+        return obj.num_members  # type: ignore[attr-defined]
+
+
+class InvitationStateFilter(admin.SimpleListFilter):
+    """The states of `Invitation.state`, as queries."""
+
+    title = "state"
+    parameter_name = "state"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [(state, state) for state in ("pending", "expired", "accepted", "revoked")]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Invitation]) -> Any:
+        now = timezone.now()
+        open_ = queryset.filter(accepted_at__isnull=True, revoked_at__isnull=True)
+        match self.value():
+            case "pending":
+                return open_.filter(expires_at__gt=now)
+            case "expired":
+                return open_.filter(expires_at__lte=now)
+            case "accepted":
+                return queryset.filter(accepted_at__isnull=False)
+            case "revoked":
+                return queryset.filter(accepted_at__isnull=True, revoked_at__isnull=False)
+        return queryset
+
+
+class InvitationAdminForm(forms.ModelForm):
+    class Meta:
+        model = Invitation
+        fields = ["role", "projects", "expires_at"]
+
+    def clean_projects(self) -> Any:
+        """Projects of the invitation's organization only."""
+        projects = self.cleaned_data["projects"]
+        if any(p.organization_id != self.instance.organization_id for p in projects):
+            raise ValidationError(OTHER_ORGANIZATION)
+        return projects
 
 
 @admin.register(Invitation)
 class InvitationAdmin(admin.ModelAdmin):
+    form = InvitationAdminForm
     list_display = ["email", "organization", "role", "state", "invited_by", "expires_at"]
     list_select_related = ["organization", "invited_by"]
-    list_filter = ["role", "created_at", "expires_at"]
+    list_filter = [InvitationStateFilter, "role", "created_at", "expires_at"]
     search_fields = ["email", "organization__name"]
-    exclude = ["token_hash"]
-    readonly_fields = ["id", "created_at", "accepted_at", "revoked_at", "invited_by"]
-    autocomplete_fields = ["organization", "projects"]
+    date_hierarchy = "created_at"
+    # The link was mailed to this address for this organization: changing either would hand
+    # the invitation to whoever holds the link. The token digest is never shown.
+    fields = [
+        "id",
+        "organization",
+        "email",
+        "role",
+        "projects",
+        "invited_by",
+        "state",
+        "created_at",
+        "expires_at",
+        "accepted_at",
+        "revoked_at",
+    ]
+    readonly_fields = [
+        "id",
+        "organization",
+        "email",
+        "invited_by",
+        "state",
+        "created_at",
+        "accepted_at",
+        "revoked_at",
+    ]
+    autocomplete_fields = ["projects"]
+    actions = ["resend"]
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         """Invitations are created through the API or dashboard, which mails the link."""
         return False
+
+    @admin.display(description="state")
+    def state(self, obj: Invitation) -> str:
+        return obj.state
+
+    @admin.action(
+        description="Resend the selected invitations with a new link", permissions=["change"]
+    )
+    def resend(self, request: HttpRequest, queryset: QuerySet[Invitation]) -> None:
+        """Mail each open invitation again; the links mailed before stop working."""
+        sent, skipped = 0, []
+        for invitation in queryset:
+            try:
+                invitation_resend(invitation=invitation)
+            except Conflict as exc:
+                skipped.append(f"{invitation.email}: {exc.detail}")
+            else:
+                sent += 1
+        if sent:
+            self.message_user(request, f"Resent {sent} invitation(s).", messages.SUCCESS)
+        if skipped:
+            self.message_user(request, "Skipped " + "; ".join(skipped), messages.WARNING)

@@ -232,6 +232,47 @@ def invitation_create(
 
 
 @transaction.atomic
+def invitation_resend(*, invitation: Invitation) -> Invitation:
+    """Mail an open invitation again with a new link valid for a full TTL.
+
+    Only the token's digest is stored, so the first link cannot be sent twice: a new token
+    replaces it and the old link stops working. An expired invitation may be resent;
+    an accepted or revoked one is a conflict. As in `invitation_create`, it replaces any
+    other pending invitation to the same address.
+    """
+    locked = (
+        Invitation.objects.select_for_update(of=("self",))
+        .select_related("organization", "invited_by")
+        .filter(pk=invitation.pk, accepted_at__isnull=True, revoked_at__isnull=True)
+        .first()
+    )
+    if locked is None:
+        raise Conflict("This invitation was already accepted or revoked.")
+    _ensure_email_free(locked.email)
+    now = timezone.now()
+    organization = locked.organization
+    Invitation.objects.for_org(organization).pending(now).filter(email=locked.email).exclude(
+        pk=locked.pk
+    ).update(revoked_at=now)
+    token, locked.token_hash = new_opaque_token()
+    locked.expires_at = now + settings.INVITATION_TTL
+    locked.save(update_fields=["token_hash", "expires_at"])
+    inviter = locked.invited_by
+    _mail(
+        "invitation",
+        locked.email,
+        {
+            "link": _link("/accept-invite", token),
+            "organization": organization.name,
+            "inviter": inviter.email if inviter else f"An administrator of {organization.name}",
+            "role": locked.get_role_display(),
+            "expires_at": locked.expires_at.strftime("%Y-%m-%d %H:%M UTC"),
+        },
+    )
+    return locked
+
+
+@transaction.atomic
 def invitation_accept(*, token: str, password: str) -> User:
     """Create the invited user with the invitation's role and projects; the link is single use."""
     invitation = (

@@ -3,20 +3,29 @@
 from typing import Any
 
 from django.contrib import admin
+from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from analytics.models import DayRollup, FiveMinuteRollup, HourRollup, Rollup
 
 
 class RollupAdmin(admin.ModelAdmin):
-    """One tier's rows, newest first, read-only."""
+    """One tier's rows, newest first, read-only.
+
+    Deleting stays allowed: deleting an endpoint or organization here cascades to them.
+    """
 
     list_display = ["bucket", "endpoint", "count", "failures", "avg_ms", "min_ms", "max_ms"]
     list_select_related = ["endpoint"]
+    list_filter = ["endpoint__type"]
     search_fields = ["=endpoint__id", "endpoint__name"]
     date_hierarchy = "bucket"
     ordering = ["-bucket"]
     show_full_result_count = False  # millions of rows: no COUNT(*) per page
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Rollup]:
+        """Rows with their endpoint's name, never its encrypted target and config."""
+        return super().get_queryset(request).defer("endpoint__target", "endpoint__config")
 
     @admin.display(description="Avg ms")
     def avg_ms(self, row: Rollup) -> str:

@@ -5,10 +5,57 @@ from typing import Any
 
 from django.contrib import admin, messages
 from django.db.models import QuerySet
+from django.forms.models import BaseInlineFormSet
 from django.http import HttpRequest
 
 from monitoring.models import CheckResult, Endpoint, Incident, StatusChange
 from monitoring.services import endpoint_update, endpoints_set_enabled
+
+# Loading an endpoint through a relation would decrypt these for nothing.
+ENCRYPTED_ENDPOINT_FIELDS = ("endpoint__target", "endpoint__config")
+
+
+class LatestFormSet(BaseInlineFormSet):
+    """An inline of the parent's latest rows only; formsets refuse a sliced queryset, so
+    the newest ids are picked by a subquery."""
+
+    latest = 20
+
+    def get_queryset(self) -> QuerySet[Any]:
+        """The parent's first `latest` rows in the model's order (newest first)."""
+        if not hasattr(self, "_latest"):
+            rows = super().get_queryset()
+            self._latest = rows.filter(pk__in=rows.values("pk")[: self.latest])
+        return self._latest
+
+
+class _LatestInline(admin.TabularInline):
+    """History under the endpoint: the latest rows, read-only."""
+
+    formset = LatestFormSet
+    extra = 0
+    can_delete = False
+    show_change_link = True
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        """Only the probe engine writes history."""
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        """History is read-only."""
+        return False
+
+
+class LatestCheckInline(_LatestInline):
+    model = CheckResult
+    verbose_name_plural = f"latest {LatestFormSet.latest} checks"
+    fields = readonly_fields = ("checked_at", "ok", "response_time_ms", "status_detail", "error")
+
+
+class LatestIncidentInline(_LatestInline):
+    model = Incident
+    verbose_name_plural = f"latest {LatestFormSet.latest} incidents"
+    fields = readonly_fields = ("started_at", "resolved_at", "cause")
 
 
 @admin.register(Endpoint)
@@ -18,16 +65,19 @@ class EndpointAdmin(admin.ModelAdmin):
         "type",
         "target_masked",
         "project",
+        "organization",
         "status",
         "enabled",
         "interval_seconds",
         "last_checked_at",
     ]
     list_select_related = ["project__organization"]
-    list_filter = ["type", "status", "enabled", "sla_target"]
+    list_filter = ["type", "status", "enabled", "sla_target", "created_at"]
     search_fields = ["name", "target_masked", "project__name", "project__organization__name", "id"]
-    # The clear target and config are not form fields: they are edited through the API, which
-    # validates them per type. The admin shows the masked target only.
+    date_hierarchy = "created_at"
+    # The clear target and config are not form fields: they are edited through the API and
+    # dashboards, which validate them per type and mask them. The admin shows the masked
+    # forms only, and changes the schedule, thresholds and SLA through `endpoint_update`.
     fields = [
         "id",
         "project",
@@ -62,12 +112,15 @@ class EndpointAdmin(admin.ModelAdmin):
         "created_at",
         "updated_at",
     ]
+    inlines = [LatestCheckInline, LatestIncidentInline]
     actions = ["pause", "resume"]
 
     def save_model(self, request: HttpRequest, obj: Endpoint, form: Any, change: bool) -> None:
-        """Save only the editable columns; a new interval makes the endpoint due now."""
+        """Save only the changed columns, under the row lock as the API does; a new interval
+        or timeout makes the endpoint due now."""
+        locked = self.get_queryset(request).select_for_update(of=("self",)).get(pk=obj.pk)
         endpoint_update(
-            endpoint=obj, **{name: form.cleaned_data[name] for name in form.changed_data}
+            endpoint=locked, **{name: form.cleaned_data[name] for name in form.changed_data}
         )
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Endpoint]:
@@ -78,13 +131,17 @@ class EndpointAdmin(admin.ModelAdmin):
         """Endpoints are created through the API and dashboards, which validate targets."""
         return False
 
-    @admin.action(description="Pause the selected endpoints")
+    @admin.display(description="organization", ordering="project__organization__name")
+    def organization(self, obj: Endpoint) -> str:
+        return obj.project.organization.name
+
+    @admin.action(description="Pause the selected endpoints", permissions=["change"])
     def pause(self, request: HttpRequest, queryset: QuerySet[Endpoint]) -> None:
         """Stop checking them."""
         count = endpoints_set_enabled(endpoints=queryset, enabled=False)
         self.message_user(request, f"Paused {count} endpoint(s).", messages.SUCCESS)
 
-    @admin.action(description="Resume the selected endpoints")
+    @admin.action(description="Resume the selected endpoints", permissions=["change"])
     def resume(self, request: HttpRequest, queryset: QuerySet[Endpoint]) -> None:
         """Check them again, starting at once."""
         count = endpoints_set_enabled(endpoints=queryset, enabled=True)
@@ -92,10 +149,17 @@ class EndpointAdmin(admin.ModelAdmin):
 
 
 class _HistoryAdmin(admin.ModelAdmin):
-    """Records written by the probe engine: browsable, never edited by hand."""
+    """Records written by the probe engine: browsable, never edited by hand.
 
-    list_select_related = ["endpoint__project__organization"]
+    Deleting stays allowed: deleting an endpoint or organization here cascades to it.
+    """
+
+    list_select_related = ["endpoint"]
     show_full_result_count = False  # COUNT(*) over millions of checks on every page: no
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
+        """Rows with their endpoint's name, never its encrypted columns."""
+        return super().get_queryset(request).defer(*ENCRYPTED_ENDPOINT_FIELDS)
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         """Only the probe engine writes history."""
@@ -111,7 +175,10 @@ class CheckResultAdmin(_HistoryAdmin):
     list_display = ["checked_at", "endpoint", "ok", "response_time_ms", "status_detail", "error"]
     list_filter = ["ok", "endpoint__type"]
     search_fields = ["=endpoint__id", "endpoint__name"]
-    date_hierarchy = "checked_at"
+    # Newest first by the primary key (a time-ordered UUIDv7): its index serves the page,
+    # where `checked_at`, indexed only after the endpoint, would sort the whole table. No
+    # date hierarchy for the same reason: it reads the distinct days of every row.
+    ordering = ["-id"]
 
 
 @admin.register(Incident)
@@ -131,5 +198,6 @@ class IncidentAdmin(_HistoryAdmin):
 @admin.register(StatusChange)
 class StatusChangeAdmin(_HistoryAdmin):
     list_display = ["changed_at", "endpoint", "from_status", "to_status", "reason"]
-    list_filter = ["to_status"]
+    list_filter = ["to_status", "from_status"]
     search_fields = ["=endpoint__id", "endpoint__name"]
+    ordering = ["-id"]  # time-ordered ids, as for checks

@@ -8,6 +8,7 @@ from apikeys.models import ApiKey
 from monitoring.models import Endpoint
 
 SECRET_TARGET = "postgresql://app:hunter2-secret@db.test:5432/app"
+NUMS = ("TOTAL", "INITIAL", "MIN_NUM", "MAX_NUM")
 
 
 @pytest.fixture
@@ -87,16 +88,26 @@ def test_editing_an_endpoint_keeps_its_secrets_and_rules(staff_client, records):
         "failure_threshold": 3,
         "recovery_threshold": 1,
         "sla_target": "99.95",
+        # The read-only inlines of its latest checks and incidents, as a browser posts them.
+        **{f"{inline}-{n}_FORMS": "0" for inline in ("checks", "incidents") for n in NUMS},
+    }
+    # Not form fields: the clear target and config change only through validating services.
+    smuggled = {
+        "target": "postgresql://x:y@evil.test:5432/x",
+        "config": '{"degraded_threshold_ms": 1}',
+        "type": "redis",
+        "enabled": "",
     }
 
-    assert staff_client.post(url, form).status_code == 302
+    assert staff_client.post(url, {**form, **smuggled}).status_code == 302
     bad = staff_client.post(url, {**form, "timeout_seconds": 120})
 
     assert bad.status_code == 200  # the form again, with the error
     saved = Endpoint.objects.get(pk=endpoint.pk)
     assert (saved.name, saved.interval_seconds, saved.timeout_seconds) == ("Primary DB", 120, 5)
     assert saved.sla_target == 99.95
-    assert saved.target == SECRET_TARGET
+    assert (saved.target, saved.type, saved.enabled) == (SECRET_TARGET, "postgresql", True)
+    assert saved.target_masked == "postgresql://app:****@db.test:5432/app"
     assert saved.config["degraded_threshold_ms"] == 500
 
 
