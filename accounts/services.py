@@ -217,18 +217,25 @@ def invitation_create(
         expires_at=now + settings.INVITATION_TTL,
     )
     invitation.projects.set(projects)
+    _mail_invitation(invitation, token)
+    return invitation
+
+
+def _mail_invitation(invitation: Invitation, token: str) -> None:
+    """Mail the invitation's link (after commit)."""
+    organization = invitation.organization
+    inviter = invitation.invited_by
     _mail(
         "invitation",
-        email,
+        invitation.email,
         {
             "link": _link("/accept-invite", token),
             "organization": organization.name,
-            "inviter": inviter.email,
+            "inviter": inviter.email if inviter else f"An administrator of {organization.name}",
             "role": invitation.get_role_display(),
             "expires_at": invitation.expires_at.strftime("%Y-%m-%d %H:%M UTC"),
         },
     )
-    return invitation
 
 
 @transaction.atomic
@@ -257,18 +264,7 @@ def invitation_resend(*, invitation: Invitation) -> Invitation:
     token, locked.token_hash = new_opaque_token()
     locked.expires_at = now + settings.INVITATION_TTL
     locked.save(update_fields=["token_hash", "expires_at"])
-    inviter = locked.invited_by
-    _mail(
-        "invitation",
-        locked.email,
-        {
-            "link": _link("/accept-invite", token),
-            "organization": organization.name,
-            "inviter": inviter.email if inviter else f"An administrator of {organization.name}",
-            "role": locked.get_role_display(),
-            "expires_at": locked.expires_at.strftime("%Y-%m-%d %H:%M UTC"),
-        },
-    )
+    _mail_invitation(locked, token)
     return locked
 
 
