@@ -87,12 +87,15 @@ def overview(
     page = Paginator(overview_endpoints(user, filters), OVERVIEW_PAGE_SIZE).get_page(page_number)
     endpoints = list(page.object_list)
     items = Items("endpoint", endpoints)
+    reads = reports.Reads(items, now)
     figures = {
         row["endpoint"]: row
-        for row in reports.summary(items, period_window(filters.period, now), now)
+        for row in reports.summary(items, period_window(filters.period, now), now, reads)
     }
     day = period_window("24h", now)
-    lines = {row["endpoint"]: row["points"] for row in reports.response_time(items, day, "1h")}
+    lines = {
+        row["endpoint"]: row["points"] for row in reports.response_time(items, day, "1h", reads)
+    }
     groups: dict[UUID, ProjectGroup] = {}
     for endpoint in endpoints:
         group = groups.setdefault(endpoint.project_id, ProjectGroup(endpoint.project))
@@ -106,6 +109,8 @@ def open_incidents(user: User, filters: OverviewFilters, limit: int = RECENT) ->
     incidents = Incident.objects.visible_to(user).open().select_related("endpoint__project")
     if filters.project:
         incidents = incidents.filter(endpoint__project_id=filters.project)
+    if filters.status:
+        incidents = incidents.filter(endpoint__status=filters.status)
     if filters.type:
         incidents = incidents.filter(endpoint__type=filters.type)
     return list(incidents.order_by("-started_at")[:limit])
@@ -121,11 +126,12 @@ def endpoint_detail(endpoint: Endpoint, period: str, now: datetime) -> dict[str,
     window = period_window(period, now)
     bucket = bucket_for(window, None)
     day = period_window("24h", now)
-    (summary,) = reports.summary(items, window, now)
-    (series,) = reports.response_time(items, day, "5m")
-    (availability,) = reports.availability(items, window, bucket, now)
-    (errors,) = reports.errors(items, window, bucket, now)
-    (sla,) = reports.sla(items, window, now, None)
+    reads = reports.Reads(items, now)
+    (summary,) = reports.summary(items, window, now, reads)
+    (series,) = reports.response_time(items, day, "5m", reads)
+    (availability,) = reports.availability(items, window, bucket, now, reads)
+    (errors,) = reports.errors(items, window, bucket, now, reads)
+    (sla,) = reports.sla(items, window, now, None, reads)
     return {
         "window": window,
         "day": day,

@@ -17,7 +17,7 @@ from django.db.models import Count
 from accounts.models import Project
 from analytics import selectors
 from analytics.latency import Latency
-from analytics.models import TIERS
+from analytics.models import TIERS, Rollup
 from analytics.selectors import Coverage
 from analytics.windows import BUCKETS, PERIODS, Window
 from monitoring.models import CheckResult, Endpoint, Incident
@@ -59,6 +59,42 @@ class Items:
         ]
 
 
+class Reads:
+    """The selector reads of one page, made once each: reports that need the same rows
+    (a page showing a summary, SLA and availability of one window) share them.
+
+    Coverage read for a window also answers any window inside it, clipped.
+    """
+
+    def __init__(self, items: Items, now: datetime) -> None:
+        self.items, self.now = items, now
+        self._latency: dict[Window, dict[UUID, Latency]] = {}
+        self._series: dict[tuple[type[Rollup], Window], dict[UUID, dict[datetime, Latency]]] = {}
+        self._coverage: list[tuple[Window, dict[UUID, Coverage]]] = []
+
+    def latency(self, window: Window) -> dict[UUID, Latency]:
+        """`selectors.latency` of the items over a window."""
+        if window not in self._latency:
+            self._latency[window] = selectors.latency(self.items.owners, window, self.now)
+        return self._latency[window]
+
+    def series(self, tier: type[Rollup], window: Window) -> dict[UUID, dict[datetime, Latency]]:
+        """`selectors.series` of the items in one tier over a window."""
+        if (tier, window) not in self._series:
+            self._series[tier, window] = selectors.series(tier, self.items.owners, window)
+        return self._series[tier, window]
+
+    def coverage(self, window: Window) -> dict[UUID, Coverage]:
+        """`selectors.coverage` of the items' endpoints over a window."""
+        clipped = Window(window.start, min(window.end, self.now))
+        for span, covered in self._coverage:
+            if span.start <= clipped.start and clipped.end <= span.end:
+                return {key: found.clipped(clipped) for key, found in covered.items()}
+        covered = selectors.coverage(self.items.endpoints, window, self.now)
+        self._coverage.append((clipped, covered))
+        return covered
+
+
 def _endpoint_identity(endpoint: Endpoint) -> dict[str, Any]:
     return {
         "endpoint": str(endpoint.pk),
@@ -88,11 +124,14 @@ def _uptimes(
     }
 
 
-def summary(items: Items, window: Window, now: datetime) -> list[dict[str, Any]]:
+def summary(
+    items: Items, window: Window, now: datetime, reads: Reads | None = None
+) -> list[dict[str, Any]]:
     """Per item: latency and rates over the window; uptime over 24 h, 7 d and 30 d to its end."""
-    figures = selectors.latency(items.owners, window, now)
+    reads = reads or Reads(items, now)
+    figures = reads.latency(window)
     end = min(window.end, now)
-    covered = selectors.coverage(items.endpoints, Window(end - PERIODS["30d"], end), now)
+    covered = reads.coverage(Window(end - PERIODS["30d"], end))
     rows = []
     for key, identity, endpoints in items.rows():
         extra = {}
@@ -120,11 +159,16 @@ def uptime(items: Items, end: datetime, now: datetime) -> list[dict[str, Any]]:
     return rows
 
 
-def response_time(items: Items, window: Window, bucket: str) -> list[dict[str, Any]]:
+def _tier(bucket: str) -> type[Rollup]:
+    return next(tier for tier in TIERS if tier.width == BUCKETS[bucket])
+
+
+def response_time(
+    items: Items, window: Window, bucket: str, reads: Reads | None = None
+) -> list[dict[str, Any]]:
     """Per item: a series of {t, avg_ms, min_ms, max_ms, p95_ms, count} per bucket."""
     width = BUCKETS[bucket]
-    tier = next(tier for tier in TIERS if tier.width == width)
-    points = selectors.series(tier, items.owners, window)
+    points = (reads or Reads(items, window.end)).series(_tier(bucket), window)
     return [
         {**identity, "points": selectors.series_points(points.get(key, {}), window, width)}
         for key, identity, _ in items.rows()
@@ -163,10 +207,12 @@ def _spread(
     return seconds
 
 
-def availability(items: Items, window: Window, bucket: str, now: datetime) -> list[dict[str, Any]]:
+def availability(
+    items: Items, window: Window, bucket: str, now: datetime, reads: Reads | None = None
+) -> list[dict[str, Any]]:
     """Per item: uptime % per bucket and the incidents inside the window."""
     width = BUCKETS[bucket]
-    covered = selectors.coverage(items.endpoints, window, now)
+    covered = (reads or Reads(items, now)).coverage(window)
     starts = list(window.buckets(width))
     incidents = _incidents(items.endpoint_ids, window)
     rows = []
@@ -213,14 +259,16 @@ def _incidents(endpoint_ids: Sequence[UUID], window: Window) -> list[dict[str, A
     ]
 
 
-def errors(items: Items, window: Window, bucket: str, now: datetime) -> list[dict[str, Any]]:
+def errors(
+    items: Items, window: Window, bucket: str, now: datetime, reads: Reads | None = None
+) -> list[dict[str, Any]]:
     """Per item: failures and error rate over the window, against the window just before
     it, per bucket, and the most frequent error causes."""
     width = BUCKETS[bucket]
-    tier = next(tier for tier in TIERS if tier.width == width)
-    now_figures = selectors.latency(items.owners, window, now)
-    before = selectors.latency(items.owners, window.previous(), now)
-    points = selectors.series(tier, items.owners, window)
+    reads = reads or Reads(items, now)
+    now_figures = reads.latency(window)
+    before = reads.latency(window.previous())
+    points = reads.series(_tier(bucket), window)
     causes = _causes(items, window)
     rows = []
     for key, identity, _ in items.rows():
@@ -282,10 +330,14 @@ def _causes(items: Items, window: Window) -> dict[UUID, list[dict[str, Any]]]:
 
 
 def sla(
-    items: Items, window: Window, now: datetime, targets: Sequence[float] | None
+    items: Items,
+    window: Window,
+    now: datetime,
+    targets: Sequence[float] | None,
+    reads: Reads | None = None,
 ) -> list[dict[str, Any]]:
     """Per item: uptime over the window and each SLA tier's budget side by side."""
-    covered = selectors.coverage(items.endpoints, window, now)
+    covered = (reads or Reads(items, now)).coverage(window)
     rows = []
     for _key, identity, endpoints in items.rows():
         watched, down = _sum_coverage(covered, endpoints)
@@ -310,10 +362,12 @@ def compare(
 ) -> list[dict[str, Any]]:
     """Several endpoints side by side: summary figures, SLA at their own target, series."""
     items = Items("endpoint", endpoints)
-    series = {row["endpoint"]: row["points"] for row in response_time(items, window, bucket)}
-    slas = {row["endpoint"]: row for row in sla(items, window, now, None)}
+    reads = Reads(items, now)
+    summaries = summary(items, window, now, reads)  # first: its 30 days cover the SLA window
+    series = {row["endpoint"]: row["points"] for row in response_time(items, window, bucket, reads)}
+    slas = {row["endpoint"]: row for row in sla(items, window, now, None, reads)}
     rows = []
-    for row in summary(items, window, now):
+    for row in summaries:
         own = [t for t in slas[row["endpoint"]]["tiers"] if t["target"] == row["sla_target"]]
         rows.append({**row, "sla": own[0], "points": series[row["endpoint"]]})
     return rows
