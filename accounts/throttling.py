@@ -79,11 +79,13 @@ class _PageView:
         self.action = action
 
 
-def page_throttle_wait(request: HttpRequest, action: str, account: str = "") -> float | None:
+def page_throttle_wait(
+    request: HttpRequest, action: str, account: str = "", user_id: object = None
+) -> float | None:
     """Seconds to wait when a page's form post is over the auth limits, else None.
 
-    The page counts in the same per-IP and per-account buckets as the API route of the
-    same name, so alternating between the two gains an attacker nothing.
+    The page counts in the same per-IP, per-account and per-user buckets as the API route
+    of the same name, so alternating between the two gains an attacker nothing.
     """
     view = _PageView(action)
     throttle = AuthIPThrottle()
@@ -92,6 +94,8 @@ def page_throttle_wait(request: HttpRequest, action: str, account: str = "") -> 
         subject = normalize_email(account) if "@" in account else account
         digest = hashlib.sha256(subject.encode()).hexdigest()[:32]
         keys.append(throttle._key(view, "account", digest))  # type: ignore[arg-type]
+    if user_id is not None:  # a signed-in user checking its password, as AuthUserThrottle
+        keys.append(throttle._key(view, "user", str(user_id)))  # type: ignore[arg-type]
     waits = []
     for key in keys:
         limiter = _BucketThrottle(key)

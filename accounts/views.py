@@ -8,6 +8,7 @@ same on both sides.
 
 from typing import Any
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import login, logout, update_session_auth_hash
 from django.db.models import Count
@@ -32,9 +33,11 @@ def _render(
     return render(request, template, {"form": form or PageForm(), **context}, status=status)
 
 
-def _throttled(request: HttpRequest, action: str, account: str, form: PageForm) -> bool:
+def _throttled(
+    request: HttpRequest, action: str, account: str, form: PageForm, user_id: object = None
+) -> bool:
     """Count the post against the auth limits; over them, the form says when to retry."""
-    wait = page_throttle_wait(request, action, account)
+    wait = page_throttle_wait(request, action, account, user_id)
     if wait is None:
         return False
     form.errors["__all__"] = [f"Too many attempts. Try again in {int(wait) + 1} seconds."]
@@ -43,11 +46,15 @@ def _throttled(request: HttpRequest, action: str, account: str, form: PageForm) 
 
 
 def _submit(
-    request: HttpRequest, action: str, serializer: type[Any], account_field: str = "email"
+    request: HttpRequest,
+    action: str,
+    serializer: type[Any],
+    account_field: str = "email",
+    user_id: object = None,
 ) -> PageForm:
-    """Throttle, then validate a public form with the API's serializer."""
+    """Throttle, then validate a form with the API's serializer."""
     form = PageForm(request.POST)
-    if _throttled(request, action, str(request.POST.get(account_field, "")), form):
+    if _throttled(request, action, str(request.POST.get(account_field, "")), form, user_id):
         return form
     return PageForm.check(serializer, request.POST)
 
@@ -82,6 +89,10 @@ def register_page(request: HttpRequest) -> HttpResponse:
         created = form.attempt(services.account_register)
         if created is not None:
             user, organization, _project = created
+            if settings.REQUIRE_EMAIL_VERIFICATION and not user.email_verified:
+                # As at sign-in: no session until the mailed link proves the address.
+                messages.success(request, f"We mailed a link to {user.email}: open it to finish.")
+                return redirect("login")
             login(request, user, backend="django.contrib.auth.backends.ModelBackend")
             messages.success(request, f"Welcome to healthmon, {organization.name}.")
             return redirect("overview")
@@ -166,7 +177,7 @@ def account_page(request: HttpRequest) -> HttpResponse:
     user = page_user(request)
     form = PageForm()
     if request.method == "POST":
-        form = _submit(request, "change_password", s.ChangePasswordSerializer, "")
+        form = _submit(request, "change_password", s.ChangePasswordSerializer, "", user_id=user.pk)
         changed = form.attempt(services.password_change, user=user)
         if changed is not None:
             update_session_auth_hash(request, changed)  # keep this session, end the others

@@ -135,7 +135,11 @@ def compare_page(request: HttpRequest) -> HttpResponse:
     user = page_user(request)
     period = _period(request)
     endpoints = _compared(request, user)
-    too_many = len(request.GET.getlist("endpoints")) > MAX_COMPARED
+    # Distinct ids, as `_compared` counts them: a repeated id is one endpoint.
+    too_many = (
+        len({_uuid_or_none(value) for value in request.GET.getlist("endpoints") if value})
+        > MAX_COMPARED
+    )
     data = dashboards.comparison(endpoints, period, timezone.now())
     chart = None
     if data["rows"]:

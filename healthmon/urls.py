@@ -5,7 +5,6 @@ from django.contrib import admin
 from django.urls import URLPattern, URLResolver, include, path
 from drf_spectacular.views import (
     SpectacularAPIView,
-    SpectacularRedocView,
     SpectacularSwaggerSplitView,
 )
 
@@ -24,7 +23,6 @@ urlpatterns = [
     path("api/v1/", include(api_v1)),
     # The split view serves its script from a URL: the page then needs no inline script (CSP).
     path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="schema"), name="api-docs"),
-    path("api/redoc/", SpectacularRedocView.as_view(url_name="schema"), name="api-redoc"),
     path("admin/", admin.site.urls),
     path("", include("accounts.urls")),
     path("", include("apikeys.urls")),

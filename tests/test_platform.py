@@ -136,7 +136,6 @@ def test_docs_work_offline(client, db):
     assert "/static/drf_spectacular_sidecar/" in page
     assert "cdn." not in page
     assert "unpkg" not in page
-    assert client.get(reverse("api-redoc")).status_code == 200
 
 
 def _import_settings(**env):
