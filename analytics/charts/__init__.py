@@ -1,0 +1,20 @@
+"""Response-time and availability charts, drawn on the server as inline SVG.
+
+Pure functions of what `analytics.reports` returns; each gives one `<svg>` for a page. They
+write no script, no event handler and no `style` attribute, which the site's
+Content-Security-Policy would refuse: colours come from classes styled by
+`healthmon/static/healthmon/charts.css`, with presentation attributes as a fallback so a chart
+stays legible without it. Every string from a user or a probed service (labels, incident ids
+and causes) is escaped. Hover details are SVG `<title>` elements.
+
+The public API is what this module exports. Its modules are internal: `words` (numbers, times,
+labels), `scales` (columns, frame, ticks), `svg` (elements and chart parts), then one module per
+chart. Names without a leading underscore there are shared within the package, not public.
+"""
+
+from analytics.charts.availability import availability_chart
+from analytics.charts.comparison import comparison_chart
+from analytics.charts.response import response_time_chart
+from analytics.charts.sparklines import sparkline
+
+__all__ = ["availability_chart", "comparison_chart", "response_time_chart", "sparkline"]

@@ -1,0 +1,150 @@
+"""The availability chart: uptime bars coloured by level, incidents as bands."""
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from django.utils.safestring import SafeString
+
+from analytics.charts.scales import Frame, Key, Point, Span, bucket_slots, time_range, value_ticks
+from analytics.charts.svg import (
+    PALETTE,
+    axes,
+    box_attrs,
+    chart_svg,
+    legend,
+    no_data,
+    plot_frame,
+    tag,
+    title_tag,
+)
+from analytics.charts.words import TO, count, duration, percent, period, when
+
+# A bucket is "up" at three nines, the usual SLA floor, and "down" under 95% (over an hour
+# down in a day). Bars of 99% and 100% look alike: the level's colour tells them apart.
+UP_AT = 99.9
+DEGRADED_AT = 95.0
+LEVEL_FILL = {"up": PALETTE[2], "degraded": PALETTE[1], "down": PALETTE[5], "nodata": "#999"}
+INCIDENT_FILL = PALETTE[3]
+
+AVAILABILITY_KEYS = (
+    Key(f"\u2265 {UP_AT:g}%", "up", LEVEL_FILL["up"], box=True),
+    Key(f"{DEGRADED_AT:g}{TO}{UP_AT:g}%", "degraded", LEVEL_FILL["degraded"], box=True),
+    Key(f"< {DEGRADED_AT:g}%", "down", LEVEL_FILL["down"], box=True),
+    Key("no data", "nodata", LEVEL_FILL["nodata"], box=True),
+    Key("incident", "incident", INCIDENT_FILL, box=True),
+)
+
+
+def _level(uptime: float | None) -> str:
+    if uptime is None:
+        return "nodata"
+    return "up" if uptime >= UP_AT else "degraded" if uptime >= DEGRADED_AT else "down"
+
+
+def _bar(frame: Frame, bucket: Point, s: float, e: float) -> str:
+    """A bar as tall as the bucket's uptime, coloured by its level."""
+    uptime, down = bucket.get("uptime"), bucket.get("downtime_s") or 0.0
+    x0, x1 = frame.x(s), frame.x(e)
+    gap = 1.0 if x1 - x0 > 3 else 0.0  # bars apart only where they are wide enough
+    # A bucket down throughout keeps a sliver, so that its colour still shows.
+    top = frame.top if uptime is None else min(frame.y(uptime), frame.bottom - 2)
+    detail = "no data" if uptime is None else f"uptime {percent(uptime)}"
+    detail += f", down {duration(down)}" if down else ""
+    paint = {
+        "fill": LEVEL_FILL[_level(uptime)],
+        **({"fill_opacity": "0.25"} if uptime is None else {}),
+    }
+    box = box_attrs(x0 + gap / 2, top, x1 - x0 - gap, frame.bottom - top)
+    title = title_tag(f"{period(s, e, frame.short)} — {detail}")
+    return tag("rect", title, cls=f"bar {_level(uptime)}", **box, **paint)
+
+
+def _incident_detail(incident: Point) -> str:
+    """Start, end or 'ongoing', duration and cause of an incident."""
+    began, ended = incident["started_at"], incident.get("resolved_at")
+    text = f"Incident from {when(began.timestamp())} UTC"
+    text += f" to {when(ended.timestamp())} UTC" if ended else ", ongoing"
+    seconds = incident.get("duration_seconds")
+    if seconds is None and ended:
+        seconds = (ended - began).total_seconds()
+    text += f" ({duration(seconds)})" if seconds is not None else ""
+    return text + (f": {incident['cause']}" if incident.get("cause") else "")
+
+
+def _incident_span(incident: Point, t1: float) -> Span:
+    """Start and end of an incident; an open one lasts to the chart's end."""
+    ended = incident.get("resolved_at")
+    return incident["started_at"].timestamp(), ended.timestamp() if ended else t1
+
+
+def _incident_band(frame: Frame, incident: Point) -> str:
+    """A translucent band across the plot, clipped to the chart's range."""
+    s, e = _incident_span(incident, frame.t1)
+    x0, x1 = frame.x(s), frame.x(e)
+    if x1 - x0 < 2:  # a short incident stays visible
+        x0 = min(x0, frame.right - 2)
+        x1 = x0 + 2
+    box = box_attrs(x0, frame.top, x1 - x0, frame.bottom - frame.top)
+    # Outlined as well as tinted: a tint alone fades into the bars under it.
+    paint = {"fill": INCIDENT_FILL, "fill_opacity": "0.3", "stroke": INCIDENT_FILL}
+    title = title_tag(_incident_detail(incident))
+    return tag("rect", title, cls="incident", data_incident=str(incident["id"]), **box, **paint)
+
+
+def _availability_desc(
+    title: str, span: Span, buckets: Sequence[Point], incidents: Sequence[Point]
+) -> str:
+    """Intervals at the target, lowest uptime, downtime and incidents, in words."""
+    known = [b["uptime"] for b in buckets if b.get("uptime") is not None]
+    parts = ["no data in this period"]
+    if known:
+        parts = [
+            f"{len(known)} of {count(len(buckets), 'interval')} with data",
+            f"{sum(u >= UP_AT for u in known)} at or above {UP_AT:g}%",
+            f"lowest {percent(min(known))}",
+            f"downtime {duration(sum(b.get('downtime_s') or 0.0 for b in buckets))}",
+        ]
+    ongoing = sum(1 for i in incidents if not i.get("resolved_at"))
+    parts.append(count(len(incidents), "incident") + (f" ({ongoing} ongoing)" if ongoing else ""))
+    head = f"{title}, {when(span[0])} to {when(span[1])} UTC"
+    return f"{head}: " + "; ".join(parts) + "."
+
+
+def availability_chart(
+    buckets: Sequence[Point],
+    incidents: Sequence[Point],
+    *,
+    start: datetime,
+    end: datetime,
+    title: str = "Availability",
+    width: int = 960,
+    height: int = 200,
+    id_prefix: str | None = None,
+) -> SafeString:
+    """Draw uptime per bucket as bars coloured by level, incidents as bands over them.
+
+    Levels (classes): `up` at or above 99.9%, `degraded` at or above 95%, `down` below,
+    `nodata` where nothing was watched.
+    """
+    span = time_range(start, end)
+    frame = plot_frame(width, height, span, AVAILABILITY_KEYS, 100.0)
+    ordered = sorted(buckets, key=lambda bucket: bucket["t"])
+    slots = bucket_slots([bucket["t"] for bucket in ordered], *span)
+    inside = [ordered[i] for i, _, _ in slots]
+    shown = [i for i in incidents if _overlaps(_incident_span(i, span[1]), span)]
+    bars = "".join(_bar(frame, ordered[i], s, e) for i, s, e in slots)
+    bands = "".join(_incident_band(frame, incident) for incident in shown)
+    body = [
+        axes(frame, value_ticks(100.0), lambda value: f"{value:g}%"),
+        tag("g", bars, cls="bars"),
+        tag("g", bands, cls="incidents"),
+        legend(frame, AVAILABILITY_KEYS),
+    ]
+    if all(bucket.get("uptime") is None for bucket in inside):
+        body.append(no_data(frame))
+    desc = _availability_desc(title, span, inside, shown)
+    return chart_svg("chart-availability", frame, id_prefix, title, desc, body)
+
+
+def _overlaps(first: Span, second: Span) -> bool:
+    return first[1] > second[0] and first[0] < second[1]

@@ -1,0 +1,103 @@
+"""The comparison chart: several series' average response time overlaid."""
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from django.utils.safestring import SafeString
+
+from analytics.charts.scales import (
+    Column,
+    Frame,
+    Key,
+    Point,
+    Span,
+    columns_of,
+    merge,
+    time_range,
+    value_ticks,
+)
+from analytics.charts.svg import (
+    PALETTE,
+    axes,
+    chart_svg,
+    hits,
+    legend,
+    line_path,
+    no_data,
+    plot_frame,
+    stroke_attrs,
+    tag,
+)
+from analytics.charts.words import figures, ms, period, shorten, when
+
+MAX_SERIES = 10
+# From the fifth series on lines are dashed too: neighbouring hues get close, then repeat.
+DASHES = ("6 3", "2 2", "8 3 2 3", "1 3", "10 4", "4 2 1 2")
+
+
+def _series_key(index: int, label: str) -> Key:
+    dash = DASHES[(index - 4) % len(DASHES)] if index >= 4 else None
+    return Key(label, f"series-{index}", PALETTE[index % len(PALETTE)], dash=dash)
+
+
+def _compare_line(frame: Frame, key: Key, columns: Sequence[Column]) -> str:
+    """One series' average line, tagged with its label."""
+    d = line_path(frame.spans(columns), frame.ys([c.avg for c in columns]))
+    tags = {"cls": f"line compare {key.cls}", "data_series": "compare", "data_label": key.label}
+    return tag("path", **tags, d=d, **stroke_attrs(key.colour, 2, key.dash))
+
+
+def _compare_hits(frame: Frame, drawn: Sequence[tuple[str, list[Column]]]) -> str:
+    """Hover details per column: every series' average there."""
+    columns: dict[float, tuple[float, list[str]]] = {}
+    for label, series in drawn:
+        for c in series:
+            figure = ms(c.avg) if c.avg is not None else "no data"
+            columns.setdefault(c.t0, (c.t1, []))[1].append(f"{shorten(label)}: {figure}")
+    ordered = sorted(columns.items())
+    spans = [(frame.x(t0), frame.x(t1)) for t0, (t1, _) in ordered]
+    details = [
+        f"{period(t0, t1, frame.short)} — " + "; ".join(lines) for t0, (t1, lines) in ordered
+    ]
+    return hits(frame, spans, details)
+
+
+def _comparison_desc(title: str, span: Span, drawn: Sequence[tuple[str, list[Column]]]) -> str:
+    """Each series' average, min and max, in words."""
+    parts = []
+    for label, series in drawn:
+        total = merge(series) if series else None
+        if total is None or total.avg is None:
+            parts.append(f"{label}: no data")
+            continue
+        extremes = ", ".join(figures(total)[1:3])
+        parts.append(f"{label}: average {ms(total.avg)}" + (f" ({extremes})" * bool(extremes)))
+    head = f"{title}, {when(span[0])} to {when(span[1])} UTC, {len(drawn)} series"
+    return f"{head}. " + "; ".join(parts) + "."
+
+
+def comparison_chart(
+    series: Sequence[tuple[str, Sequence[Point]]],
+    *,
+    start: datetime,
+    end: datetime,
+    title: str = "Response time comparison",
+    width: int = 960,
+    height: int = 320,
+    max_columns: int = 320,
+    id_prefix: str | None = None,
+) -> SafeString:
+    """Overlay the average response time of up to ten `(label, points)` series."""
+    if len(series) > MAX_SERIES:
+        raise ValueError(f"at most {MAX_SERIES} series can be compared")
+    span = time_range(start, end)
+    drawn = [(label, columns_of(points, *span, max_columns)) for label, points in series]
+    keys = [_series_key(i, label) for i, (label, _) in enumerate(drawn)]
+    top = max((c.avg for _, cols in drawn for c in cols if c.avg is not None), default=None)
+    ticks = value_ticks(top) if top is not None else []
+    frame = plot_frame(width, height, span, keys, ticks[-1] if ticks else 1.0)
+    lines = [_compare_line(frame, key, cols) for key, (_, cols) in zip(keys, drawn, strict=True)]
+    body = [axes(frame, ticks), "".join(lines) if top is not None else no_data(frame)]
+    body += [_compare_hits(frame, drawn), legend(frame, keys)]
+    desc = _comparison_desc(title, span, drawn)
+    return chart_svg("chart-comparison", frame, id_prefix, title, desc, body)
