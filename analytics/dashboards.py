@@ -94,7 +94,8 @@ def overview(
     }
     day = period_window("24h", now)
     lines = {
-        row["endpoint"]: row["points"] for row in reports.response_time(items, day, "1h", reads)
+        row["endpoint"]: row["points"]
+        for row in reports.response_time(items, day, "1h", reads, p95=False)
     }
     groups: dict[UUID, ProjectGroup] = {}
     for endpoint in endpoints:

@@ -39,8 +39,9 @@ class Latency:
             if row[name] is not None:
                 mine = getattr(self, name)
                 setattr(self, name, row[name] if mine is None else pick(mine, row[name]))
-        for index, name in enumerate(histogram.FIELDS):
-            self.hist[index] += row[name] or 0
+        if histogram.FIELDS[0] in row:  # rows read without histograms leave them empty
+            for index, name in enumerate(histogram.FIELDS):
+                self.hist[index] += row[name] or 0
 
     @property
     def successes(self) -> int:
