@@ -54,13 +54,16 @@ format: $(VENV)/.installed-dev
 
 ## bench: the benchmarks in bench/, one after the other (see bench/README.md for what each
 ## needs: PostgreSQL, Redis, nginx, wrk). BENCH_ARGS=--quick shortens the probe, hanging-target,
-## scheduler and analytics runs (analytics at full scale takes 20-32 min and ~17 GB of disk).
+## scheduler, analytics, chart and dashboard runs (analytics at full scale takes 20-32 min and
+## ~17 GB of disk).
 bench: $(VENV)/.installed
 	$(BIN)/python bench/api_auth.py
 	$(BIN)/python bench/probes.py $(BENCH_ARGS)
 	$(BIN)/python bench/hanging.py $(BENCH_ARGS)
 	$(BIN)/python bench/scheduler.py $(BENCH_ARGS)
 	$(BIN)/python bench/analytics.py $(BENCH_ARGS)
+	$(BIN)/python bench/charts.py $(BENCH_ARGS)
+	$(BIN)/python bench/dashboards.py $(BENCH_ARGS)
 
 migrate: $(VENV)/.installed
 	DEBUG=$${DEBUG:-true} $(BIN)/python manage.py migrate --noinput

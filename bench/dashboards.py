@@ -1,0 +1,161 @@
+"""Server time of the dashboard pages on PostgreSQL, with their query counts.
+
+A throwaway database `healthmon_dash_<pid>` is created, migrated and filled through the real
+ingest path (`checks_record`, which maintains the rollups): one organization with N endpoints
+(default 100, one overview page) checked every 60 s for 24 hours, and one endpoint checked
+every 30 s (2,880 checks) with a 20-minute incident. Then each page is rendered in-process by
+Django's test client (middleware, views, queries, templates and SVG charts: everything but
+the network), warmed up, and measured R times:
+
+- `/` overview, a page of 100 endpoints with a sparkline each, for 24 h, 7 d and 30 d;
+- `/endpoints/<id>`, the 30 s endpoint, for 24 h and 30 d;
+- `/compare` of 10 endpoints over 24 h.
+
+Prints p50 / p95 / max in ms, queries per page and HTML size. Needs PostgreSQL on
+127.0.0.1:5432 (user postgres, trust auth). The database is dropped at the end.
+
+    .venv/bin/python bench/dashboards.py [--endpoints 100] [--runs 30] [--quick]
+"""
+
+import argparse
+import subprocess
+import time
+from datetime import timedelta
+
+from _support import (
+    BIN,
+    ROOT,
+    app_environment,
+    migrate,
+    percentile,
+    print_table,
+    run_benchmark,
+    setup_django,
+    throwaway_database,
+)
+
+BATCH = 500
+
+
+def _fill(endpoints: int) -> tuple[object, list[object], object]:
+    """The organization's owner, its endpoints, and the endpoint checked every 30 s."""
+    from django.utils import timezone
+
+    from accounts.models import User
+    from accounts.services import organization_create
+    from monitoring.config import validate_config
+    from monitoring.models import Endpoint
+    from monitoring.probes import ProbeResult
+    from monitoring.services import CheckOutcome, checks_record, endpoint_create
+
+    org, project = organization_create(name="Bench")
+    owner = User.objects.create_user(
+        "bench@example.com", "bench-password-0001", organization=org, role="owner"
+    )
+    now = timezone.now()
+    start = now - timedelta(hours=24, minutes=5)
+    made = []
+    for i in range(endpoints):
+        endpoint = endpoint_create(
+            project=project,
+            name=f"Service {i:04d}",
+            type="http",
+            target=f"https://service{i}.example.com/health",
+            interval_seconds=30 if i == 0 else 60,
+            timeout_seconds=10,
+            config=validate_config("http", {}),
+        )
+        made.append(endpoint)
+    # Watched from the start of the data, as if created a day ago.
+    Endpoint.objects.update(created_at=start, watch_started_at=start)
+    outcomes = []
+    t0 = time.perf_counter()
+    stored = 0
+    for n, endpoint in enumerate(made):
+        step = 30 if n == 0 else 60
+        moment = start
+        while moment < now:
+            minutes_ago = (now - moment).total_seconds() / 60
+            ok = not (n == 0 and 300 <= minutes_ago < 320)
+            ms = 40 + (hash((n, moment.minute)) % 120)
+            result = ProbeResult(
+                ok=ok,
+                response_time_ms=float(ms),
+                error="" if ok else "connection refused",
+                started_at=moment.timestamp(),
+            )
+            outcomes.append(CheckOutcome(endpoint.pk, moment, moment, result))
+            moment += timedelta(seconds=step)
+            if len(outcomes) >= BATCH:
+                stored += checks_record(outcomes=outcomes)
+                outcomes = []
+    if outcomes:
+        stored += checks_record(outcomes=outcomes)
+    print(f"stored {stored:,} checks in {time.perf_counter() - t0:.0f} s")
+    return owner, made, made[0]
+
+
+def _measure(client: object, url: str, runs: int) -> list[object]:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    for _ in range(3):
+        response = client.get(url)
+        assert response.status_code == 200, (url, response.status_code)
+    times = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        client.get(url)
+        times.append((time.perf_counter() - t0) * 1000)
+    with CaptureQueriesContext(connection) as queries:
+        response = client.get(url)
+    return [
+        f"{percentile(times, 50):.1f}",
+        f"{percentile(times, 95):.1f}",
+        f"{max(times):.1f}",
+        len(queries),
+        f"{len(response.content) / 1024:.0f}",
+    ]
+
+
+def benchmark(args: argparse.Namespace) -> None:
+    endpoints = 20 if args.quick else args.endpoints
+    runs = 10 if args.quick else args.runs
+    with throwaway_database("healthmon_dash") as url:
+        app_environment(url, ALLOWED_HOSTS="testserver")
+        migrate()
+        subprocess.run(  # the pages link hashed static files, as in a deployment
+            [str(BIN / "python"), "manage.py", "collectstatic", "--noinput", "-v0"],
+            cwd=ROOT,
+            check=True,
+        )
+        setup_django()
+        from django.test import Client
+
+        owner, made, busy = _fill(endpoints)
+        client = Client()
+        client.force_login(owner)
+        compared = "&".join(f"endpoints={endpoint.pk}" for endpoint in made[:10])
+        pages = [
+            (f"overview, {endpoints} endpoints, 24 h", "/?period=24h"),
+            (f"overview, {endpoints} endpoints, 7 d", "/?period=7d"),
+            (f"overview, {endpoints} endpoints, 30 d", "/?period=30d"),
+            ("endpoint page, 30 s checks, 24 h", f"/endpoints/{busy.pk}?period=24h"),
+            ("endpoint page, 30 s checks, 30 d", f"/endpoints/{busy.pk}?period=30d"),
+            (f"compare {min(10, endpoints)} endpoints, 24 h", f"/compare?{compared}"),
+        ]
+        rows = [[name, *_measure(client, path, runs)] for name, path in pages]
+        print(f"\nserver time per page, {runs} runs each (ms)")
+        print_table(["page", "p50", "p95", "max", "queries", "KB"], rows)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--endpoints", type=int, default=100)
+    parser.add_argument("--runs", type=int, default=30)
+    parser.add_argument("--quick", action="store_true", help="20 endpoints, 10 runs")
+    return run_benchmark(benchmark, parser.parse_args())
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
