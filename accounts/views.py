@@ -110,10 +110,15 @@ def forgot_password_page(request: HttpRequest) -> HttpResponse:
     return _render(request, "accounts/forgot_password.html", {"sent": sent}, form)
 
 
+def _link_token(request: HttpRequest) -> str:
+    """The token of a mailed link: from the form once posted, from the link before."""
+    return request.POST.get("token") or request.GET.get("token", "")
+
+
 @require_http_methods(["GET", "POST"])
 def reset_password_page(request: HttpRequest) -> HttpResponse:
     """Set a new password from a mailed link; every earlier session and token stops working."""
-    token = request.POST.get("token") or request.GET.get("token", "")
+    token = _link_token(request)
     form = PageForm()
     if request.method == "POST":
         form = _submit(request, "reset_password", s.TokenPasswordSerializer, "token")
@@ -138,7 +143,7 @@ def _pending_invitation(token: str) -> Invitation | None:
 @require_http_methods(["GET", "POST"])
 def accept_invite_page(request: HttpRequest) -> HttpResponse:
     """Join an organization from a mailed invitation: choose a password, then sign in."""
-    token = request.POST.get("token") or request.GET.get("token", "")
+    token = _link_token(request)
     form = PageForm()
     if request.method == "POST":
         form = _submit(request, "accept_invite", s.TokenPasswordSerializer, "token")
@@ -159,7 +164,7 @@ def accept_invite_page(request: HttpRequest) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 def verify_email_page(request: HttpRequest) -> HttpResponse:
     """Confirm an email address from a mailed link."""
-    token = request.POST.get("token") or request.GET.get("token", "")
+    token = _link_token(request)
     form = PageForm()
     if request.method == "POST":
         form = _submit(request, "verify_email", s.VerifyEmailSerializer, "")

@@ -46,6 +46,11 @@ class OverviewFilters:
     type: str = ""
     period: str = "24h"
 
+    def lookups(self, prefix: str = "") -> dict[str, object]:
+        """The filters as lookups on an endpoint; `prefix` reaches it from another model."""
+        chosen = {"project_id": self.project, "status": self.status, "type": self.type}
+        return {prefix + name: value for name, value in chosen.items() if value}
+
 
 @dataclass
 class ProjectGroup:
@@ -67,14 +72,11 @@ def _ranked(endpoints: QuerySet[Endpoint]) -> QuerySet[Endpoint]:
 def overview_endpoints(user: User, filters: OverviewFilters) -> QuerySet[Endpoint]:
     """The endpoints the user may see, narrowed by the filters, worst status first."""
     endpoints = (
-        Endpoint.objects.visible_to(user).select_related("project").defer("target", "config")
+        Endpoint.objects.visible_to(user)
+        .filter(**filters.lookups())
+        .select_related("project")
+        .defer("target", "config")
     )
-    if filters.project:
-        endpoints = endpoints.filter(project_id=filters.project)
-    if filters.status:
-        endpoints = endpoints.filter(status=filters.status)
-    if filters.type:
-        endpoints = endpoints.filter(type=filters.type)
     return _ranked(endpoints)
 
 
@@ -107,13 +109,12 @@ def overview(
 
 def open_incidents(user: User, filters: OverviewFilters, limit: int = RECENT) -> list[Incident]:
     """Incidents still open on endpoints the overview shows, newest first."""
-    incidents = Incident.objects.visible_to(user).open().select_related("endpoint__project")
-    if filters.project:
-        incidents = incidents.filter(endpoint__project_id=filters.project)
-    if filters.status:
-        incidents = incidents.filter(endpoint__status=filters.status)
-    if filters.type:
-        incidents = incidents.filter(endpoint__type=filters.type)
+    incidents = (
+        Incident.objects.visible_to(user)
+        .open()
+        .filter(**filters.lookups("endpoint__"))
+        .select_related("endpoint__project")
+    )
     return list(incidents.order_by("-started_at")[:limit])
 
 

@@ -21,18 +21,12 @@ from monitoring import services
 from monitoring.api.serializers import DEFAULT_INTERVAL, EndpointSerializer
 from monitoring.models import SLA_TIERS, Endpoint, EndpointType
 
-# Fields the edit form posts; anything else in the body is ignored.
+# Fields the edit form posts (the API's writable ones, less `enabled`: pause and resume are
+# buttons); anything else in the body is ignored.
 EDITABLE = [
-    "project",
-    "name",
-    "type",
-    "target",
-    "interval_seconds",
-    "timeout_seconds",
-    "failure_threshold",
-    "recovery_threshold",
-    "sla_target",
-    "config",
+    name
+    for name in EndpointSerializer.Meta.fields
+    if name not in {*EndpointSerializer.Meta.read_only_fields, "enabled"}
 ]
 
 
