@@ -349,6 +349,8 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
         "data_folder_in": str(_broker_dir),
         "data_folder_out": str(_broker_dir),
         "processed_folder": str(_broker_dir / "processed"),
+        # Fanout exchange tables (worker control); kombu puts them in ./control otherwise.
+        "control_folder": str(_broker_dir / "control"),
         "store_processed": False,
         "polling_interval": 0.2,
     }
