@@ -321,13 +321,19 @@ def test_endpoint_page_sla_standing_met_and_missed(pages, cast, fleet, clock):
 def test_endpoint_page_shows_error_rate_and_its_change_like_the_api(pages, api, cast, fleet, clock):
     pages.as_user(cast.owner)
     api.as_user(cast.owner)
+    # The 24 h before have checks; the 7 days before have none ("no checks in the 7d before").
     for period in ("24h", "7d"):
         text = visible_text(pages.get(f"/endpoints/{fleet['web'].pk}", {"period": period}))
         errors = api_figures(api, "errors", fleet["web"], period=period)
         summary = api_figures(api, "summary", fleet["web"], period=period)
+        before = (
+            f"no checks in the {period} before"
+            if errors["previous_error_rate"] is None
+            else f"{signed(errors['error_rate_change'])} vs the {period} before: "
+            f"{pct(errors['previous_error_rate'])}"
+        )
         assert (
-            f"error rate {pct(errors['error_rate'])} ({signed(errors['error_rate_change'])} "
-            f"vs the {period} before: {pct(errors['previous_error_rate'])}) · "
+            f"error rate {pct(errors['error_rate'])} ({before}) · "
             f"{errors['failures']} of {errors['checks']} checks failed"
         ) in text
         assert f"Success rate {pct(summary['success_rate'])}" in text
