@@ -25,19 +25,30 @@ class Route:
         return self.template.format(pk=pk)
 
 
-def _patterns(resolver: Any = None, prefix: str = "") -> Iterator[tuple[str, Any]]:
+def _patterns(resolver: Any = None, prefix: str = "") -> Iterator[tuple[str, str, Any]]:
+    """(template, regex, view) of every URL pattern, the `pk` group shown as `{pk}`."""
     for pattern in (resolver or get_resolver()).url_patterns:
         regex = prefix + pattern.pattern.regex.pattern.lstrip("^").rstrip("$").replace("\\Z", "")
         if isinstance(pattern, URLResolver):
             yield from _patterns(pattern, regex)
         elif isinstance(pattern, URLPattern):
-            yield "/" + re.sub(r"\(\?P<pk>[^)]*\)", "{pk}", regex), pattern.callback
+            yield "/" + re.sub(r"\(\?P<pk>[^)]*\)", "{pk}", regex), regex, pattern.callback
+
+
+def api_patterns_with_parameters() -> list[tuple[str, tuple[str, ...], Any]]:
+    """(template, path parameter names, view) of every pattern under /api/v1 taking any."""
+    found = []
+    for template, regex, callback in _patterns():
+        names = tuple(re.compile(regex).groupindex)
+        if template.startswith("/api/v1/") and names:
+            found.append((template, names, callback))
+    return found
 
 
 def api_routes(include_public: bool = False) -> list[Route]:
     """(path, method) of every viewset route under /api/v1, public ones only if asked."""
     routes = []
-    for template, callback in _patterns():
+    for template, _, callback in _patterns():
         if not template.startswith("/api/v1/") or not hasattr(callback, "actions"):
             continue
         view_class = callback.cls

@@ -1,0 +1,142 @@
+"""The two organizations the security tests attack across, and the proof that nothing changed.
+
+Organization A (the cast's Acme) holds one object of every kind an API route can name, with
+history (checks, rollups, an incident); organization B (Globex) has its owner, a member, a
+project and an endpoint of its own, so that its requests are valid in every respect but the
+foreign id.
+"""
+
+import hashlib
+import json
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.apps import apps
+from django.db import models
+from django.utils import timezone
+
+from accounts.models import Organization, Project, Role, User
+from accounts.services import invitation_create
+from apikeys.models import ApiKey
+from monitoring.models import Endpoint, Incident
+from tests.conftest import Api, Cast
+
+OUR_APPS = ("accounts", "apikeys", "monitoring", "analytics")
+# Written by design on a request that changes nothing else: when a key was last used.
+BOOKKEEPING = {ApiKey: {"last_used_at"}}
+# Generous: only there to catch a hang (a runaway regex, a quadratic parse), not to benchmark.
+SLOW = 2.0
+
+
+def _table_checksum(model: type[models.Model]) -> tuple[int, str]:
+    fields = [
+        f.attname for f in model._meta.concrete_fields if f.name not in BOOKKEEPING.get(model, ())
+    ]
+    rows = list(model._base_manager.order_by("pk").values_list(*fields))
+    return len(rows), hashlib.sha256(repr(rows).encode()).hexdigest()
+
+
+def checksums() -> dict[str, tuple[int, str]]:
+    """Row count and a hash of every row's values, ordered by pk, for every table of our apps."""
+    return {
+        model._meta.db_table: _table_checksum(model)
+        for label in OUR_APPS
+        for model in apps.get_app_config(label).get_models(include_auto_created=True)
+    }
+
+
+@pytest.fixture
+def unchanged() -> Callable[[], Any]:
+    """`with unchanged(): ...` fails, naming the tables, if any row changed inside the block."""
+
+    @contextmanager
+    def block() -> Iterator[None]:
+        before = checksums()
+        yield
+        after = checksums()
+        changed = sorted(table for table in before if before[table] != after[table])
+        assert not changed, f"rows changed in {changed}"
+
+    return block
+
+
+@dataclass
+class World:
+    """A's objects by route basename and by model; B's own objects and credentials."""
+
+    cast: Cast
+    targets: dict[str, Any]  # basename -> one of A's objects
+    by_model: dict[type[models.Model], models.Model]  # model -> one of A's rows
+    own_project: Project  # B's
+    own_endpoint: Endpoint  # B's
+    own_member: User  # B's
+    outsider_key: str  # B's owner, scope admin
+
+    def foreign(self, model: type[models.Model]) -> models.Model:
+        """One of A's rows of this model, for an id smuggled into a body or query."""
+        assert model in self.by_model, f"add a row of {model.__name__} to the world"
+        return self.by_model[model]
+
+
+@pytest.fixture
+def world(cast, make_user, make_key, make_endpoint, record) -> World:
+    """Organization A with every kind of object, B with its own project, endpoint and member."""
+    now = timezone.now()
+    endpoint = make_endpoint(cast.project, name="A's endpoint")
+    record(endpoint, [(now + timedelta(seconds=i), False, 5.0) for i in (1, 2, 3)])
+    incident = Incident.objects.get(endpoint=endpoint)
+    invitation = invitation_create(
+        inviter=cast.owner, email="pending@acme.test", role=Role.MEMBER, projects=[cast.project]
+    )
+    make_key(cast.owner, "admin")
+    api_key = ApiKey.objects.get(organization=cast.org)
+    targets = {
+        "user": cast.member,
+        "project": cast.project,
+        "invitation": invitation,
+        "apikey": api_key,
+        "endpoint": endpoint,
+        "incident": incident,
+    }
+    by_model = {type(target): target for target in targets.values()}
+    by_model[Organization] = cast.org
+    return World(
+        cast=cast,
+        targets=targets,
+        by_model=by_model,
+        own_project=cast.other_project,
+        own_endpoint=make_endpoint(cast.other_project, name="B's endpoint"),
+        own_member=make_user(
+            cast.other_org, "member@globex.test", Role.MEMBER, projects=(cast.other_project,)
+        ),
+        outsider_key=make_key(cast.outsider, "admin"),
+    )
+
+
+@pytest.fixture(params=["jwt", "admin key"])
+def outsider(request, api: Api, world: World) -> Api:
+    """The client as organization B's owner, by JWT and by an `admin` API key."""
+    if request.param == "jwt":
+        return api.as_user(world.cast.outsider)
+    return api.with_key(world.outsider_key)
+
+
+@pytest.fixture
+def send(api: Api) -> Callable[..., Any]:
+    """Send one request, JSON-encoded unless `raw` bytes are given; it must answer in time."""
+
+    def request(method: str, path: str, body: Any = None, raw: bytes | None = None, **extra: Any):
+        # json.dumps escapes lone surrogates as \ud800, as a client would send them.
+        data = raw if raw is not None else (b"" if body is None else json.dumps(body).encode())
+        started = time.perf_counter()
+        response = api.generic(method, path, data, content_type="application/json", **extra)
+        elapsed = time.perf_counter() - started
+        assert elapsed < SLOW, f"{method} {path} took {elapsed:.2f} s"
+        return response
+
+    return request
