@@ -39,7 +39,13 @@ class JWTAuthentication(authentication.JWTAuthentication):
         return self.get_user(validated), validated
 
     def get_raw_token(self, header: bytes) -> bytes | None:
-        """The token part of the header; a malformed header is an invalid credential."""
+        """The token part of the header; a malformed header is an invalid credential.
+
+        The scheme is case-insensitive (RFC 9110 §11.1), as for API keys: `bearer` works too.
+        """
+        parts = header.split()
+        if parts and parts[0].lower() == b"bearer":
+            header = b" ".join([b"Bearer", *parts[1:]])
         try:
             return super().get_raw_token(header)
         except exceptions.AuthenticationFailed as exc:
