@@ -16,7 +16,15 @@ from django.forms.models import BaseInlineFormSet
 from django.http import HttpRequest
 from django.utils import timezone
 
-from accounts.models import Invitation, Organization, Project, ProjectAccess, Role, User
+from accounts.models import (
+    AuditEvent,
+    Invitation,
+    Organization,
+    Project,
+    ProjectAccess,
+    Role,
+    User,
+)
 from accounts.services import invitation_resend
 from healthmon.errors import Conflict
 
@@ -322,3 +330,29 @@ class InvitationAdmin(admin.ModelAdmin):
             self.message_user(request, f"Resent {sent} invitation(s).", messages.SUCCESS)
         if skipped:
             self.message_user(request, "Skipped " + "; ".join(skipped), messages.WARNING)
+
+
+@admin.register(AuditEvent)
+class AuditEventAdmin(admin.ModelAdmin):
+    """The audit log, read-only: events are only ever appended by the services."""
+
+    list_display = ["created_at", "action", "organization", "actor_email", "via", "ip", "target"]
+    list_filter = ["action", "via"]
+    list_select_related = ["organization"]
+    search_fields = ["actor_email", "target_repr", "target_id", "ip", "organization__name"]
+    date_hierarchy = "created_at"
+    show_full_result_count = False
+    readonly_fields = [field.name for field in AuditEvent._meta.fields]
+
+    @admin.display(description="target")
+    def target(self, event: AuditEvent) -> str:
+        """Type and name of what was acted on."""
+        return f"{event.target_type}: {event.target_repr}" if event.target_type else "-"
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        """Only the services write events."""
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        """Events are never edited."""
+        return False

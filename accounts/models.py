@@ -254,3 +254,67 @@ class Invitation(models.Model):
         if self.expires_at <= timezone.now():
             return "expired"
         return "pending"
+
+
+class AuditAction(models.TextChoices):
+    """Security-relevant actions the audit log records."""
+
+    LOGIN_SUCCEEDED = "login.succeeded", "Signed in"
+    LOGIN_FAILED = "login.failed", "Sign-in failed"
+    PASSWORD_RESET_REQUESTED = "password.reset_requested", "Password reset requested"
+    PASSWORD_RESET = "password.reset", "Password reset"
+    PASSWORD_CHANGED = "password.changed", "Password changed"
+    INVITATION_SENT = "invitation.sent", "Invitation sent"
+    INVITATION_ACCEPTED = "invitation.accepted", "Invitation accepted"
+    USER_ROLE_CHANGED = "user.role_changed", "Role changed"
+    USER_REMOVED = "user.removed", "User removed"
+    API_KEY_CREATED = "api_key.created", "API key created"
+    API_KEY_REVOKED = "api_key.revoked", "API key revoked"
+    ENDPOINT_CREATED = "endpoint.created", "Endpoint created"
+    ENDPOINT_DELETED = "endpoint.deleted", "Endpoint deleted"
+
+
+class AuditEventQuerySet(models.QuerySet["AuditEvent"]):
+    """Reusable audit filters."""
+
+    def for_org(self, organization: Organization) -> "AuditEventQuerySet":
+        """Events of one organization."""
+        return self.filter(organization=organization)
+
+
+class AuditEvent(models.Model):
+    """One security-relevant action: who, in which organization, when, from where, on what.
+
+    Append-only. Names and emails are copied, so an event still reads right after its actor
+    or target is deleted; secrets (passwords, tokens, keys) are never part of it.
+    """
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    # Null for a failed sign-in with an unknown email: no organization to show it to.
+    organization = models.ForeignKey(
+        Organization, on_delete=models.CASCADE, null=True, blank=True, related_name="+"
+    )
+    action = models.CharField(max_length=32, choices=AuditAction.choices)
+    actor = models.ForeignKey(
+        User, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    actor_email = models.CharField(max_length=254, blank=True)
+    # How the actor was authenticated: session, jwt, api_key (with its public prefix), or "".
+    via = models.CharField(max_length=64, blank=True)
+    ip = models.GenericIPAddressField(null=True, blank=True)
+    target_type = models.CharField(max_length=32, blank=True)
+    target_id = models.CharField(max_length=64, blank=True)
+    target_repr = models.CharField(max_length=300, blank=True)
+    details = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    objects = AuditEventQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [
+            models.Index(fields=["organization", "-created_at"], name="accounts_audit_org_idx")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.created_at:%Y-%m-%d %H:%M:%S} {self.action} by {self.actor_email or '-'}"

@@ -15,6 +15,7 @@ from django.utils import timezone
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.serializers import ValidationError
 
+from accounts.audit import audit_record, client_ip
 from accounts.errors import (
     CannotRemoveSelf,
     EmailNotVerified,
@@ -22,7 +23,15 @@ from accounts.errors import (
     LastOwner,
     OwnerRoleRequired,
 )
-from accounts.models import Invitation, Organization, Project, Role, User, normalize_email
+from accounts.models import (
+    AuditAction,
+    Invitation,
+    Organization,
+    Project,
+    Role,
+    User,
+    normalize_email,
+)
 from accounts.permissions import IsManager
 from accounts.tasks import send_email, send_password_reset
 from accounts.tokens import (
@@ -125,12 +134,32 @@ def account_register(
 
 
 def account_login(*, email: str, password: str) -> User:
-    """Check credentials; unknown email and wrong password are indistinguishable."""
-    user = authenticate(None, email=normalize_email(email), password=password)
+    """Check credentials; unknown email and wrong password are indistinguishable.
+
+    Both outcomes are audited; a failure for an existing account shows in its
+    organization's log.
+    """
+    email = normalize_email(email)
+    user = authenticate(None, email=email, password=password)
     if not isinstance(user, User):
+        known = User.objects.filter(email=email).values_list("organization_id", flat=True)
+        audit_record(
+            action=AuditAction.LOGIN_FAILED,
+            organization_id=known.first(),
+            details={"email": email},
+        )
         raise InvalidCredentials()
     if settings.REQUIRE_EMAIL_VERIFICATION and not user.email_verified:
+        audit_record(
+            action=AuditAction.LOGIN_FAILED,
+            organization_id=user.organization_id,
+            actor=user,
+            details={"email": email, "reason": "email_not_verified"},
+        )
         raise EmailNotVerified()
+    audit_record(
+        action=AuditAction.LOGIN_SUCCEEDED, organization_id=user.organization_id, actor=user
+    )
     return user
 
 
@@ -157,15 +186,24 @@ def password_reset_request(*, email: str) -> None:
 
     The worker looks the account up, so known and unknown emails take the same time here.
     """
-    send_password_reset.delay(email=normalize_email(email))
+    send_password_reset.delay(email=normalize_email(email), ip=client_ip())
 
 
 @transaction.atomic
-def password_reset_send(*, email: str) -> None:
-    """Mail a one-hour reset link if an active account has this email; else do nothing."""
+def password_reset_send(*, email: str, ip: str | None = None) -> None:
+    """Mail a one-hour reset link if an active account has this email; else do nothing.
+
+    `ip` is the requester's address, recorded in the account's audit log.
+    """
     user = User.objects.filter(email=email, is_active=True).first()
     if user is None:
         return
+    audit_record(
+        action=AuditAction.PASSWORD_RESET_REQUESTED,
+        organization_id=user.organization_id,
+        target=user,
+        ip=ip,
+    )
     token = make_password_reset_token(user)
     hours = max(1, settings.PASSWORD_RESET_TIMEOUT // 3600)
     _mail(
@@ -182,6 +220,9 @@ def password_reset_complete(*, token: str, password: str) -> User:
     if user is None:
         raise ValidationError({"token": [INVALID_LINK]})
     _check_new_password(password, user)
+    audit_record(
+        action=AuditAction.PASSWORD_RESET, organization_id=user.organization_id, actor=user
+    )
     return _set_password_and_revoke_tokens(user, password)
 
 
@@ -192,6 +233,9 @@ def password_change(*, user: User, current_password: str, new_password: str) -> 
     if not user.check_password(current_password):
         raise ValidationError({"current_password": ["The current password is incorrect."]})
     _check_new_password(new_password, user, field="new_password")
+    audit_record(
+        action=AuditAction.PASSWORD_CHANGED, organization_id=user.organization_id, actor=user
+    )
     return _set_password_and_revoke_tokens(user, new_password)
 
 
@@ -218,7 +262,21 @@ def invitation_create(
     )
     invitation.projects.set(projects)
     _mail_invitation(invitation, token)
+    _audit_invitation(invitation, inviter)
     return invitation
+
+
+def _audit_invitation(invitation: Invitation, actor: User | None, resent: bool = False) -> None:
+    details: dict[str, Any] = {"email": invitation.email, "role": invitation.role}
+    if resent:
+        details["resent"] = True
+    audit_record(
+        action=AuditAction.INVITATION_SENT,
+        organization_id=invitation.organization_id,
+        actor=actor,
+        target=invitation,
+        details=details,
+    )
 
 
 def _mail_invitation(invitation: Invitation, token: str) -> None:
@@ -265,6 +323,7 @@ def invitation_resend(*, invitation: Invitation) -> Invitation:
     locked.expires_at = now + settings.INVITATION_TTL
     locked.save(update_fields=["token_hash", "expires_at"])
     _mail_invitation(locked, token)
+    _audit_invitation(locked, None, resent=True)
     return locked
 
 
@@ -297,6 +356,13 @@ def invitation_accept(*, token: str, password: str) -> User:
     user.projects.set(invitation.projects.filter(organization=invitation.organization))
     invitation.accepted_at = now
     invitation.save(update_fields=["accepted_at"])
+    audit_record(
+        action=AuditAction.INVITATION_ACCEPTED,
+        organization_id=invitation.organization_id,
+        actor=user,
+        target=invitation,
+        details={"role": invitation.role},
+    )
     return user
 
 
@@ -316,6 +382,13 @@ def user_change_role(*, actor: User, user: User, role: str) -> User:
     if Role.OWNER in (user.role, role) and actor.role != Role.OWNER:
         raise OwnerRoleRequired("Only an owner can grant or change the owner role.")
     if user.role != role:
+        audit_record(
+            action=AuditAction.USER_ROLE_CHANGED,
+            organization_id=user.organization_id,
+            actor=actor,
+            target=user,
+            details={"from": user.role, "to": role},
+        )
         user.role = role
         user.save(update_fields=["role"])
     return user
@@ -332,6 +405,13 @@ def user_remove(*, actor: User, user: User) -> None:
     if user.role == Role.OWNER and actor.role != Role.OWNER:
         raise OwnerRoleRequired("Only an owner can remove an owner.")
     api_keys_revoke(api_keys=ApiKey.objects.filter(created_by=user))
+    audit_record(
+        action=AuditAction.USER_REMOVED,
+        organization_id=user.organization_id,
+        actor=actor,
+        target=user,
+        details={"email": user.email, "role": user.role},
+    )
     user.delete()
 
 

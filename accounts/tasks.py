@@ -36,8 +36,9 @@ def send_email(*, template: str, to: str, context: dict[str, Any]) -> None:
 
 
 @shared_task(soft_time_limit=50, time_limit=60, ignore_result=True)
-def send_password_reset(*, email: str) -> None:
-    """Mail a reset link to this address if it belongs to an active account."""
+def send_password_reset(*, email: str, ip: str | None = None) -> None:
+    """Mail a reset link to this address if it belongs to an active account (`ip`: the
+    requester's, for the audit log)."""
     from accounts.services import password_reset_send  # services enqueue the tasks of this module
 
-    password_reset_send(email=email)
+    password_reset_send(email=email, ip=ip)

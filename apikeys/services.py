@@ -8,7 +8,8 @@ from django.db import transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from accounts.models import User
+from accounts.audit import audit_record
+from accounts.models import AuditAction, User
 from apikeys import keys
 from apikeys.models import ApiKey, Scope
 
@@ -34,12 +35,35 @@ def api_key_create(
         digest=parsed.digest,
         expires_at=expires_at,
     )
+    audit_record(
+        action=AuditAction.API_KEY_CREATED,
+        organization_id=creator.organization_id,
+        actor=creator,
+        target=api_key,
+        details={"name": name, "scopes": api_key.scopes},
+    )
     return api_key, key
 
 
+@transaction.atomic
 def api_keys_revoke(*, api_keys: QuerySet[ApiKey]) -> int:
     """Revoke keys: each answers 401 from its next request on; revoked ones stay as they are."""
-    return api_keys.filter(revoked_at__isnull=True).update(revoked_at=timezone.now())
+    # Locked by id: the caller's queryset may join nullable relations (the admin's does).
+    revoking = list(
+        ApiKey.objects.select_for_update()
+        .filter(pk__in=api_keys.values("pk"), revoked_at__isnull=True)
+        .order_by("pk")
+    )
+    for api_key in revoking:
+        audit_record(
+            action=AuditAction.API_KEY_REVOKED,
+            organization_id=api_key.organization_id,
+            target=api_key,
+            details={"name": api_key.name},
+        )
+    return ApiKey.objects.filter(pk__in=[api_key.pk for api_key in revoking]).update(
+        revoked_at=timezone.now()
+    )
 
 
 def api_key_mark_used(*, api_key: ApiKey, now: datetime) -> None:

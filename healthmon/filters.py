@@ -1,8 +1,13 @@
-"""The list filter backend: django-filter, skipped when a request sends no filter at all."""
+"""The list filter backend (django-filter, skipped when a request sends no filter at all) and
+the time filters lists share."""
 
+from datetime import UTC
 from typing import Any
 
+from django import forms
 from django.db.models import QuerySet
+from django_filters import rest_framework as filters
+from django_filters.fields import IsoDateTimeField
 from django_filters.rest_framework import DjangoFilterBackend
 from rest_framework.request import Request
 
@@ -21,3 +26,35 @@ class FilterBackend(DjangoFilterBackend):
         ):
             return queryset
         return super().filter_queryset(request, queryset, view)
+
+
+class UTCDateTimeField(IsoDateTimeField):
+    """An ISO 8601 time, converted to UTC: PostgreSQL refuses offsets past ±15:59."""
+
+    def clean(self, value: Any) -> Any:
+        """Parse, then move to UTC; a time that leaves the calendar is a 400."""
+        parsed = super().clean(value)
+        if parsed is None:
+            return None
+        try:
+            return parsed.astimezone(UTC)
+        except OverflowError as exc:
+            raise forms.ValidationError("Out of range.") from exc
+
+
+class UTCDateTimeFilter(filters.IsoDateTimeFilter):
+    field_class = UTCDateTimeField
+
+
+class TimeRangeFilter(filters.FilterSet):
+    """A filter set with `from` and `to`: `from` before `to`, or a 400."""
+
+    def is_valid(self) -> bool:
+        """Field checks, then the range itself."""
+        valid = super().is_valid()
+        if valid:
+            start, end = self.form.cleaned_data.get("from"), self.form.cleaned_data.get("to")
+            if start and end and start > end:
+                self.form.add_error("to", "Must not be before `from`.")
+                return False
+        return valid

@@ -9,7 +9,7 @@ from django.forms.models import BaseInlineFormSet
 from django.http import HttpRequest
 
 from monitoring.models import CheckResult, Endpoint, Incident, StatusChange
-from monitoring.services import endpoint_update, endpoints_set_enabled
+from monitoring.services import endpoint_delete, endpoint_update, endpoints_set_enabled
 
 # Loading an endpoint through a relation would decrypt these for nothing.
 ENCRYPTED_ENDPOINT_FIELDS = ("endpoint__target", "endpoint__config")
@@ -122,6 +122,15 @@ class EndpointAdmin(admin.ModelAdmin):
         endpoint_update(
             endpoint=locked, **{name: form.cleaned_data[name] for name in form.changed_data}
         )
+
+    def delete_model(self, request: HttpRequest, obj: Endpoint) -> None:
+        """Delete through the service, which records it in the audit log."""
+        endpoint_delete(endpoint=obj)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Endpoint]) -> None:
+        """Delete each through the service, which records it in the audit log."""
+        for endpoint in queryset:
+            endpoint_delete(endpoint=endpoint)
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Endpoint]:
         """Leave the encrypted columns out of every admin query."""

@@ -16,7 +16,8 @@ from django.db.models import QuerySet
 from django.utils import timezone
 from rest_framework import exceptions, serializers
 
-from accounts.models import Project
+from accounts.audit import audit_record
+from accounts.models import AuditAction, Project
 from analytics.services import rollups_add
 from healthmon.db import update_each
 from monitoring.models import (
@@ -73,7 +74,26 @@ def endpoint_create(
         **fields,
     )
     endpoint.save(force_insert=True)
+    audit_record(
+        action=AuditAction.ENDPOINT_CREATED,
+        organization_id=endpoint.project.organization_id,
+        target=endpoint,
+        details={"project": str(endpoint.project_id), "type": endpoint.type},
+    )
     return endpoint
+
+
+@transaction.atomic
+def endpoint_delete(*, endpoint: Endpoint) -> None:
+    """Stop monitoring an endpoint and delete it with its history."""
+    project = Project.objects.only("organization_id").get(pk=endpoint.project_id)
+    audit_record(
+        action=AuditAction.ENDPOINT_DELETED,
+        organization_id=project.organization_id,
+        target=endpoint,
+        details={"project": str(endpoint.project_id), "type": endpoint.type},
+    )
+    endpoint.delete()
 
 
 @transaction.atomic

@@ -161,6 +161,6 @@ def endpoint_delete(request: HttpRequest, endpoint_id: str) -> HttpResponse:
     with transaction.atomic():
         endpoint = access_endpoint(page_user(request), endpoint_id, for_update=True)
         name = endpoint.name
-        endpoint.delete()
+        services.endpoint_delete(endpoint=endpoint)
     messages.success(request, f"{name} is deleted with its history.")
     return redirect("overview")

@@ -8,7 +8,7 @@
 | incident:read   | GET /incidents, /incidents/{id}                             |
 | analytics:read  | GET /analytics/summary, response-time, uptime, availability,|
 |                 | errors, sla, compare                                        |
-| admin           | everything the creator's role allows                        |
+| admin           | everything the creator's role allows (the audit log too)    |
 
 Keys belong to an owner, so any refusal here is the scope's, never the role's.
 """
@@ -35,6 +35,7 @@ CONTRACT: dict[str, tuple[str | None, str | None]] = {
     "invitation": (None, None),
     "apikey": (None, None),
     "auth": (None, None),
+    "audit-log": (None, None),
 }
 # Routes no key may use, whatever its scopes: a person's password is involved.
 JWT_ONLY = {("auth", "change_password")}

@@ -4,10 +4,19 @@ import unicodedata
 import uuid
 from typing import Any
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from accounts.access import access_projects
-from accounts.models import Invitation, Organization, Project, Role, User, normalize_email
+from accounts.models import (
+    AuditEvent,
+    Invitation,
+    Organization,
+    Project,
+    Role,
+    User,
+    normalize_email,
+)
 
 MAX_PASSWORD_LENGTH = 1024
 
@@ -219,3 +228,42 @@ class InvitationSerializer(serializers.ModelSerializer[Invitation]):
         model = Invitation
         fields = ["id", "email", "role", "projects", "invited_by", "created_at", "expires_at"]
         read_only_fields = fields
+
+
+class AuditActorSerializer(serializers.Serializer[Any]):
+    id = serializers.UUIDField(allow_null=True, help_text="Null once the user is deleted.")
+    email = serializers.CharField()
+    via = serializers.CharField(help_text="session, jwt, api_key:<prefix>, or empty.")
+
+
+class AuditTargetSerializer(serializers.Serializer[Any]):
+    type = serializers.CharField()
+    id = serializers.CharField()
+    repr = serializers.CharField()
+
+
+class AuditEventSerializer(serializers.ModelSerializer[AuditEvent]):
+    """One audit event: action, actor, address, target and details (never a secret)."""
+
+    actor = serializers.SerializerMethodField()
+    target = serializers.SerializerMethodField()
+
+    class Meta:
+        model = AuditEvent
+        fields = ["id", "action", "created_at", "actor", "ip", "target", "details"]
+        read_only_fields = fields
+
+    @extend_schema_field(AuditActorSerializer(allow_null=True))
+    def get_actor(self, event: AuditEvent) -> dict[str, Any] | None:
+        """Who acted; null when nobody was signed in (a failed sign-in)."""
+        if not event.actor_email:
+            return None
+        actor_id = str(event.actor_id) if event.actor_id else None
+        return {"id": actor_id, "email": event.actor_email, "via": event.via}
+
+    @extend_schema_field(AuditTargetSerializer(allow_null=True))
+    def get_target(self, event: AuditEvent) -> dict[str, Any] | None:
+        """What was acted on."""
+        if not event.target_type:
+            return None
+        return {"type": event.target_type, "id": event.target_id, "repr": event.target_repr}

@@ -9,5 +9,6 @@ router.register("auth", views.AuthViewSet, basename="auth")
 router.register("users", views.UserViewSet, basename="user")
 router.register("invitations", views.InvitationViewSet, basename="invitation")
 router.register("projects", views.ProjectViewSet, basename="project")
+router.register("audit-log", views.AuditLogViewSet, basename="audit-log")
 
 urlpatterns = router.urls

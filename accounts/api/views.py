@@ -15,7 +15,8 @@ from rest_framework.settings import api_settings
 from accounts import selectors, services
 from accounts.access import access_pending_invitation, access_project, access_user
 from accounts.api import serializers as s
-from accounts.models import Invitation, Project, User
+from accounts.api.filters import AuditEventFilter
+from accounts.models import AuditEvent, Invitation, Project, User
 from accounts.permissions import IsManager, IsManagerOrReadOnly, caller
 from accounts.throttling import AuthAccountThrottle, AuthIPThrottle, AuthUserThrottle
 from accounts.tokens import issue_access_token
@@ -283,3 +284,24 @@ class ProjectViewSet(viewsets.ModelViewSet):
     def perform_destroy(self, instance: Project) -> None:
         """Delete an empty project; one that still has endpoints is a conflict."""
         services.project_delete(project=instance)
+
+
+@extend_schema(tags=["audit"])
+@extend_schema_view(
+    list=extend_schema(
+        summary="The organization's audit log, newest first (owner, admin; keys need `admin`)"
+    )
+)
+class AuditLogViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
+    """Security-relevant actions in the caller's organization: sign-ins, password resets
+    and changes, invitations, role changes, removals, API keys and endpoints."""
+
+    permission_classes = [HasScope, IsManager]
+    serializer_class = s.AuditEventSerializer
+    filterset_class = AuditEventFilter
+
+    def get_queryset(self) -> QuerySet[AuditEvent]:
+        """Events of the caller's organization."""
+        if getattr(self, "swagger_fake_view", False):
+            return AuditEvent.objects.none()
+        return AuditEvent.objects.for_org(caller(self.request).organization)

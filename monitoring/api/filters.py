@@ -1,14 +1,12 @@
 """Query filters of the endpoint list."""
 
-from datetime import UTC
 from typing import Any
 
-from django import forms
 from django.http import HttpRequest
 from django_filters import rest_framework as filters
-from django_filters.fields import IsoDateTimeField
 
 from accounts.models import Project
+from healthmon.filters import TimeRangeFilter, UTCDateTimeFilter
 from monitoring.models import CheckResult, Endpoint, EndpointStatus, EndpointType, Incident
 
 
@@ -39,39 +37,7 @@ class EndpointFilter(filters.FilterSet):
         fields = ["project", "type", "status", "enabled"]
 
 
-class UTCDateTimeField(IsoDateTimeField):
-    """An ISO 8601 time, converted to UTC: PostgreSQL refuses offsets past ±15:59."""
-
-    def clean(self, value: Any) -> Any:
-        """Parse, then move to UTC; a time that leaves the calendar is a 400."""
-        parsed = super().clean(value)
-        if parsed is None:
-            return None
-        try:
-            return parsed.astimezone(UTC)
-        except OverflowError as exc:
-            raise forms.ValidationError("Out of range.") from exc
-
-
-class UTCDateTimeFilter(filters.IsoDateTimeFilter):
-    field_class = UTCDateTimeField
-
-
-class _TimeRangeFilter(filters.FilterSet):
-    """`from` before `to`, or a 400."""
-
-    def is_valid(self) -> bool:
-        """Field checks, then the range itself."""
-        valid = super().is_valid()
-        if valid:
-            start, end = self.form.cleaned_data.get("from"), self.form.cleaned_data.get("to")
-            if start and end and start > end:
-                self.form.add_error("to", "Must not be before `from`.")
-                return False
-        return valid
-
-
-class CheckFilter(_TimeRangeFilter):
+class CheckFilter(TimeRangeFilter):
     """`?from=&to=` (ISO 8601, inclusive) and `?ok=true|false`."""
 
     start = UTCDateTimeFilter(

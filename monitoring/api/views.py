@@ -70,6 +70,10 @@ class EndpointViewSet(viewsets.ModelViewSet):
         """Create through the service that schedules the first check."""
         serializer.instance = services.endpoint_create(**serializer.validated_data)
 
+    def perform_destroy(self, instance: Endpoint) -> None:
+        """Delete through the service that records it in the audit log."""
+        services.endpoint_delete(endpoint=instance)
+
     def perform_update(self, serializer: BaseSerializer[Endpoint]) -> None:
         """Change through the service that keeps the schedule right."""
         assert serializer.instance is not None  # noqa: S101 - DRF always sets it on update
