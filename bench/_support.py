@@ -257,6 +257,7 @@ def app_environment(database_url: str, **extra: str) -> dict[str, str]:
         "DJANGO_SETTINGS_MODULE": "healthmon.settings",
         "SECRET_KEY": "bench-" + Fernet.generate_key().decode(),
         "DEBUG": "false",
+        "SECURE_SSL_REDIRECT": "false",  # the benchmarks speak plain HTTP on loopback
         "FIELD_ENCRYPTION_KEYS": Fernet.generate_key().decode(),
         "DATABASE_URL": database_url,
         "CACHE_URL": "locmemcache://",

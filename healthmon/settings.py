@@ -183,6 +183,11 @@ SESSION_COOKIE_SAMESITE = "Lax"
 # HSTS only when not DEBUG: a developer's browser would otherwise pin http://127.0.0.1 to TLS.
 SECURE_HSTS_SECONDS = 0 if DEBUG else env.int("SECURE_HSTS_SECONDS", default=31_536_000)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = not DEBUG
+SECURE_HSTS_PRELOAD = not DEBUG and _bool("SECURE_HSTS_PRELOAD", True)
+# Plain HTTP is redirected to HTTPS when not DEBUG, except the load balancer's health check.
+# Behind a TLS-terminating proxy, set SECURE_PROXY_SSL_HEADER so requests read as secure.
+SECURE_SSL_REDIRECT = not DEBUG and _bool("SECURE_SSL_REDIRECT", True)
+SECURE_REDIRECT_EXEMPT = [r"^api/v1/health$"]
 # Content-Security-Policy: no inline script and nothing from other origins on any page. The
 # admin's widgets set a few inline style attributes, hence 'unsafe-inline' for styles only.
 CONTENT_SECURITY_POLICY = {
