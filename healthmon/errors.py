@@ -4,6 +4,7 @@ One exception handler wraps DRF's, so the headers DRF adds (`WWW-Authenticate` o
 `Retry-After` on 429) survive, and then replaces the body with a problem document.
 """
 
+import json
 import logging
 from collections.abc import Mapping
 from enum import StrEnum
@@ -11,7 +12,7 @@ from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
-from django.core.exceptions import RequestDataTooBig
+from django.core.exceptions import RequestDataTooBig, SuspiciousOperation, TooManyFieldsSent
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.views import defaults
@@ -171,6 +172,10 @@ def problem_exception_handler(exc: Exception, context: dict[str, Any]) -> Respon
         exc = exceptions.ValidationError(as_serializer_error(exc))
     elif isinstance(exc, RequestDataTooBig):
         exc = PayloadTooLarge()
+    elif isinstance(exc, TooManyFieldsSent):  # read inside the view: Django's 400 comes too late
+        exc = exceptions.ParseError(f"At most {settings.DATA_UPLOAD_MAX_NUMBER_FIELDS} parameters.")
+    elif isinstance(exc, SuspiciousOperation):
+        exc = exceptions.ParseError("The request is malformed.")
     response = drf_exception_handler(exc, context)
     if response is None:
         view = context.get("view")
@@ -204,11 +209,30 @@ class ProblemJSONRenderer(renderers.JSONRenderer):
     media_type = PROBLEM_CONTENT_TYPE
 
 
+# No request of this API nests deeper than 4 levels. Code that walks a body (DRF's error
+# details, restoring masked secrets) recurses, so the few hundred the parser allows crash it.
+MAX_JSON_DEPTH = 32
+NESTED_TOO_DEEPLY = f"JSON nested too deeply (at most {MAX_JSON_DEPTH} levels)."
+
+
+def _too_deep(data: Any) -> bool:
+    """Whether an array or object lies deeper than MAX_JSON_DEPTH (the top level is 1)."""
+    level = [data]
+    for _ in range(MAX_JSON_DEPTH):
+        level = [
+            child
+            for node in level
+            if isinstance(node, dict | list)
+            for child in (node.values() if isinstance(node, dict) else node)
+        ]
+    return any(isinstance(node, dict | list) for node in level)
+
+
 class AnyBodyAsJSONParser(parsers.JSONParser):
     """Parses bodies of any declared type as JSON, so non-JSON input is a 400, not a 415.
 
     Also caps the body size (DRF reads the stream directly, bypassing Django's
-    DATA_UPLOAD_MAX_MEMORY_SIZE) and turns pathological nesting into a parse error.
+    DATA_UPLOAD_MAX_MEMORY_SIZE) and turns deep nesting and lone surrogates into parse errors.
     """
 
     media_type = "*/*"
@@ -225,11 +249,20 @@ class AnyBodyAsJSONParser(parsers.JSONParser):
         if length and length.isdigit() and int(length) > settings.DATA_UPLOAD_MAX_MEMORY_SIZE:
             raise PayloadTooLarge()
         try:
-            return super().parse(stream, "application/json", parser_context)
+            data = super().parse(stream, "application/json", parser_context)
         except RecursionError as exc:
-            raise exceptions.ParseError("JSON parse error - nested too deeply.") from exc
+            raise exceptions.ParseError(NESTED_TOO_DEEPLY) from exc
         except exceptions.ParseError as exc:
             raise exceptions.ParseError("Request body must be valid JSON.") from exc
+        if _too_deep(data):
+            raise exceptions.ParseError(NESTED_TOO_DEEPLY)
+        try:  # a lone surrogate (`"\ud800"`) parses, but can be neither stored nor echoed back
+            json.dumps(data, ensure_ascii=False).encode()
+        except UnicodeEncodeError as exc:
+            raise exceptions.ParseError(
+                "Strings must be valid Unicode (no lone surrogates)."
+            ) from exc
+        return data
 
 
 class JSONParser(AnyBodyAsJSONParser):
