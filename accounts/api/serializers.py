@@ -185,7 +185,13 @@ class ProjectIdsField(serializers.ListField):
         super().__init__(child=serializers.UUIDField(), max_length=500, **kwargs)
 
     def to_internal_value(self, data: Any) -> list[Project]:
-        """Resolve the ids to projects of the caller's organization."""
+        """Resolve the ids to projects of the caller's organization.
+
+        The length is checked first: DRF checks it last, after validating every item and
+        after the query below.
+        """
+        if isinstance(data, list) and len(data) > self.max_length:  # type: ignore[operator]
+            self.fail("max_length", max_length=self.max_length)
         ids = super().to_internal_value(data)
         return access_projects(self.context["request"].user, ids)
 
