@@ -118,6 +118,27 @@ def world(cast, make_user, make_key, make_endpoint, record) -> World:
     )
 
 
+@pytest.fixture
+def schema(api, db):
+    """The served OpenAPI document's operations `(METHOD, path, operation)`, and a function
+    that resolves a `$ref`."""
+    document = api.get("/api/v1/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").json()
+    components = document["components"]["schemas"]
+
+    def resolve(node):
+        while "$ref" in node:
+            node = components[node["$ref"].rsplit("/", 1)[1]]
+        return node
+
+    operations = [
+        (method.upper(), path, operation)
+        for path, item in document["paths"].items()
+        for method, operation in item.items()
+        if method in {"get", "post", "put", "patch", "delete"}
+    ]
+    return operations, resolve
+
+
 @pytest.fixture(params=["jwt", "admin key"])
 def outsider(request, api: Api, world: World) -> Api:
     """The client as organization B's owner, by JWT and by an `admin` API key."""

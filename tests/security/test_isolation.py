@@ -10,8 +10,6 @@ import uuid
 from datetime import timedelta
 from urllib.parse import urlencode
 
-import pytest
-
 from accounts.models import Invitation, Project, Role, User
 from accounts.services import invitation_create
 from apikeys.models import ApiKey
@@ -79,26 +77,6 @@ def same_as_random(send, method, build, foreign_id):
         random_id.encode(), b"ID"
     ), (method, build("ID"))
     return foreign
-
-
-@pytest.fixture
-def schema(api, db):
-    """The served OpenAPI document, with `$ref`s resolved on demand."""
-    document = api.get("/api/v1/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").json()
-    components = document["components"]["schemas"]
-
-    def resolve(node):
-        while "$ref" in node:
-            node = components[node["$ref"].rsplit("/", 1)[1]]
-        return node
-
-    operations = [
-        (method.upper(), path, operation)
-        for path, item in document["paths"].items()
-        for method, operation in item.items()
-        if method in {"get", "post", "put", "patch", "delete"}
-    ]
-    return operations, resolve
 
 
 def own_object(world, path):
