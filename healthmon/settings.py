@@ -347,7 +347,14 @@ CELERY_BEAT_SCHEDULE = {
 if CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
     # An unacknowledged batch (its worker died) goes back to the queue after this long:
     # longer than a batch may run (90 s), shorter than it lives before expiring (300 s).
-    CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, Any] = {"visibility_timeout": 120}
+    # Workers look for such batches every tenth of it (at most every 10 s); kombu's
+    # default looks only every 100 s, which could almost double the wait.
+    _visibility_timeout = _int_between("CELERY_VISIBILITY_TIMEOUT", 120, 1, 240)
+    CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, Any] = {
+        "visibility_timeout": _visibility_timeout,
+        "unacked_restore_interval": min(10, max(1, _visibility_timeout // 10)),
+        "unacked_restore_throttle": 1,
+    }
 if CELERY_BROKER_URL.startswith("filesystem://"):
     _broker_dir = VAR_DIR / "celery-broker"
     (_broker_dir / "processed").mkdir(parents=True, exist_ok=True)
