@@ -2,15 +2,43 @@
 
 import gc
 import os
+from functools import partial
 from typing import Any
 
 from celery import Celery
 from celery.signals import worker_process_init, worker_ready
+from celery.worker.consumer import Consumer
+from kombu import Connection
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "healthmon.settings")
 
+# How long a worker waits between attempts to reach a broker that went away.
+RECONNECT_SECONDS = 1
+
+
+class PromptConsumer(Consumer):
+    """Celery's consumer, trying a lost broker again every second.
+
+    Celery's own backoff grows to 30 s between attempts, so after Redis restarts the
+    workers (the dispatcher's too) could take half a minute to come back, and endpoints
+    checked every 10 s would miss three slots. An attempt costs one refused connection.
+    """
+
+    def ensure_connected(self, conn: Connection) -> Connection:
+        """Connect, retrying every `RECONNECT_SECONDS` for as long as it takes."""
+        conn.ensure_connection = partial(  # type: ignore[method-assign]
+            conn.ensure_connection,
+            interval_start=RECONNECT_SECONDS,
+            interval_step=0,
+            interval_max=RECONNECT_SECONDS,
+        )
+        connected: Connection = super().ensure_connected(conn)
+        return connected
+
+
 app = Celery("healthmon")
 app.config_from_object("django.conf:settings", namespace="CELERY")
+app.conf.worker_consumer = f"{__name__}:PromptConsumer"
 app.autodiscover_tasks()
 
 
