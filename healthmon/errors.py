@@ -6,6 +6,7 @@ One exception handler wraps DRF's, so the headers DRF adds (`WWW-Authenticate` o
 
 import json
 import logging
+import sys
 from collections.abc import Mapping
 from enum import StrEnum
 from typing import Any
@@ -14,7 +15,9 @@ from django.conf import settings
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import RequestDataTooBig, SuspiciousOperation, TooManyFieldsSent
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db import InterfaceError, OperationalError
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.template import loader
 from django.views import defaults
 from rest_framework import exceptions, parsers, renderers, status
 from rest_framework.response import Response
@@ -40,6 +43,7 @@ class ErrorCode(StrEnum):
     PAYLOAD_TOO_LARGE = "payload_too_large"
     THROTTLED = "throttled"
     SERVER_ERROR = "server_error"
+    SERVICE_UNAVAILABLE = "service_unavailable"
 
 
 TITLES: dict[str, str] = {
@@ -54,7 +58,14 @@ TITLES: dict[str, str] = {
     ErrorCode.PAYLOAD_TOO_LARGE: "Payload too large",
     ErrorCode.THROTTLED: "Too many requests",
     ErrorCode.SERVER_ERROR: "Server error",
+    ErrorCode.SERVICE_UNAVAILABLE: "Service unavailable",
 }
+
+# The database is down, out of reach or timed out (settings: DATABASE_CONNECT_TIMEOUT and
+# DATABASE_TCP_TIMEOUT bound the wait): a 503 the client may retry, not a 500.
+DATABASE_UNAVAILABLE = (OperationalError, InterfaceError)
+RETRY_AFTER_SECONDS = 5
+UNAVAILABLE_DETAIL = "The service is briefly unavailable; try again in a few seconds."
 
 # Checked in order: the first class that matches the exception names its code.
 _CODES_BY_EXCEPTION: list[tuple[type[Exception], str]] = [
@@ -177,7 +188,11 @@ def problem_exception_handler(exc: Exception, context: dict[str, Any]) -> Respon
     elif isinstance(exc, SuspiciousOperation):
         exc = exceptions.ParseError("The request is malformed.")
     response = drf_exception_handler(exc, context)
-    if response is None:
+    if response is None and isinstance(exc, DATABASE_UNAVAILABLE):
+        logger.warning("Database unavailable: %s", exc)
+        response = Response(status=503, headers={"Retry-After": str(RETRY_AFTER_SECONDS)})
+        body = problem(503, ErrorCode.SERVICE_UNAVAILABLE, UNAVAILABLE_DETAIL)
+    elif response is None:
         view = context.get("view")
         logger.error("Unhandled error in %s", type(view).__name__, exc_info=exc)
         response = Response(status=status.HTTP_500_INTERNAL_SERVER_ERROR)
@@ -296,7 +311,18 @@ def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
 
 
 def server_error(request: HttpRequest) -> HttpResponse:
-    """500 outside any view, without a stack trace."""
+    """500 outside any view, without a stack trace; 503 when the database is unavailable."""
+    if isinstance(sys.exc_info()[1], DATABASE_UNAVAILABLE):  # Django calls this while handling
+        return _unavailable(request)
     if _is_api(request):
         return _problem_response(500, ErrorCode.SERVER_ERROR, "An unexpected error occurred.")
     return defaults.server_error(request)
+
+
+def _unavailable(request: HttpRequest) -> HttpResponse:
+    if _is_api(request):
+        response = _problem_response(503, ErrorCode.SERVICE_UNAVAILABLE, UNAVAILABLE_DETAIL)
+    else:  # a page that needs neither the database nor a session
+        response = HttpResponse(loader.render_to_string("503.html"), status=503)
+    response["Retry-After"] = str(RETRY_AFTER_SECONDS)
+    return response

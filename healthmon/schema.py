@@ -33,6 +33,7 @@ _DESCRIPTIONS = {
     "409": "Conflicts with existing data.",
     "413": "Request body too large.",
     "429": "Throttled; retry after the number of seconds in `Retry-After`.",
+    "503": "The database is down or out of reach; retry after the seconds in `Retry-After`.",
 }
 
 
@@ -77,5 +78,7 @@ class AutoSchema(openapi.AutoSchema):
             codes.add("404")
         if self.view.get_throttles():
             codes.add("429")
+        if getattr(self.view, "uses_database", True):
+            codes.add("503")
         # Views whose query parameters can be invalid or name a foreign id say so.
         return codes | set(getattr(self.view, "schema_error_codes", ()))

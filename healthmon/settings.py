@@ -131,6 +131,24 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # lock when a transaction starts, and wait for it, instead of failing "database is
     # locked" when a read transaction tries to become a write.
     DATABASES["default"]["OPTIONS"] = {"transaction_mode": "IMMEDIATE", "timeout": 20}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    # Bounded waits, so that a database that is down or out of reach answers requests
+    # with a quick 503 (healthmon/errors.py) instead of hanging them. A new connection
+    # gives up after DATABASE_CONNECT_TIMEOUT. A server that vanished without closing
+    # its connections (a crash, a partition) is noticed by TCP after DATABASE_TCP_TIMEOUT:
+    # when what we sent stays unacknowledged (tcp_user_timeout; the kernel would retry
+    # for 15 minutes), or when keepalive probes go unanswered while we wait for a reply.
+    _connect_timeout = _duration("DATABASE_CONNECT_TIMEOUT", timedelta(seconds=5))
+    _tcp_timeout = int(_duration("DATABASE_TCP_TIMEOUT", timedelta(seconds=10)).total_seconds())
+    DATABASES["default"]["OPTIONS"] = {
+        "connect_timeout": int(_connect_timeout.total_seconds()),
+        "tcp_user_timeout": _tcp_timeout * 1000,
+        "keepalives": 1,
+        "keepalives_idle": _tcp_timeout,
+        "keepalives_interval": max(1, _tcp_timeout // 3),
+        "keepalives_count": 3,
+        **DATABASES["default"].get("OPTIONS", {}),  # what DATABASE_URL's query sets wins
+    }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 CACHES = {"default": env.cache("CACHE_URL", default="locmemcache://")}
