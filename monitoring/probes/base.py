@@ -10,6 +10,7 @@ from types import TracebackType
 from typing import Any, Self, TypeVar
 
 import aiohttp
+from aiohttp.http_exceptions import HttpProcessingError
 from django.conf import settings
 
 from monitoring.probes.network import (
@@ -167,6 +168,9 @@ def _known_cause(error: BaseException) -> str:
         return "DNS lookup failed"
     if isinstance(error, ConnectionResetError):
         return "connection reset by the server"
+    if isinstance(error, HttpProcessingError):
+        # aiohttp's message quotes what the target sent; an error text must not
+        return "invalid HTTP response"
     return ""
 
 
