@@ -1,11 +1,55 @@
 """Page-number pagination as the contract describes: `?page=`, `?page_size=` up to 500."""
 
+import re
+from typing import Any
+
+from django.core.paginator import Paginator
 from rest_framework import pagination
+from rest_framework.exceptions import ValidationError
+from rest_framework.request import Request
+
+_WHOLE_NUMBER = re.compile(r"[0-9]{1,18}")
+
+
+def _positive_int(request: Request, name: str, default: int, maximum: int | None = None) -> int:
+    """The parameter as a whole number from 1 (to `maximum`); empty or absent is `default`."""
+    raw = request.query_params.get(name)
+    if not raw:
+        return default
+    value = int(raw) if _WHOLE_NUMBER.fullmatch(raw) else 0
+    if value < 1 or (maximum is not None and value > maximum):
+        upper = f" to {maximum}" if maximum is not None else ""
+        raise ValidationError({name: [f"Must be a whole number from 1{upper}."]})
+    return value
 
 
 class PageNumberPagination(pagination.PageNumberPagination):
-    """`{count, next, previous, results}` pages of 50 by default."""
+    """`{count, next, previous, results}` pages of 50 by default.
+
+    A malformed `page` or `page_size` is a 400 (DRF would answer 404 for the one and silently
+    use the default for the other); a page past the last is a 404.
+    """
 
     page_size = 50
     page_size_query_param = "page_size"
     max_page_size = 500
+    last_page_strings = ()
+
+    def get_page_size(self, request: Request) -> int:
+        """`page_size` from 1 to 500, else a 400."""
+        return _positive_int(
+            request, self.page_size_query_param, self.page_size, self.max_page_size
+        )
+
+    def get_page_number(self, request: Request, paginator: Paginator) -> int:
+        """`page` from 1, else a 400."""
+        return _positive_int(request, self.page_query_param, 1)
+
+    def get_schema_operation_parameters(self, view: Any) -> list[dict[str, Any]]:
+        """The parameters with the bounds the server enforces."""
+        parameters: list[dict[str, Any]] = super().get_schema_operation_parameters(view)
+        for parameter in parameters:
+            parameter["schema"]["minimum"] = 1
+            if parameter["name"] == self.page_size_query_param:
+                parameter["schema"]["maximum"] = self.max_page_size
+        return parameters
