@@ -36,6 +36,8 @@ _DESCRIPTIONS = {
     "503": "The database is down or out of reach; retry after the seconds in `Retry-After`.",
 }
 
+_PAGED_404 = "No such resource in the caller's organization, or a page past the last."
+
 
 class AutoSchema(openapi.AutoSchema):
     """drf-spectacular's schema plus the error responses and API key scope of each operation."""
@@ -56,10 +58,21 @@ class AutoSchema(openapi.AutoSchema):
             note = f"API key scope: `{scope}` (or `admin`)." if scope else "API key scope: `admin`."
         return f"{description}\n\n{note}".strip()
 
+    def _get_parameters(self) -> list[dict[str, Any]]:
+        """The parameters; an optional query parameter sent empty counts as absent.
+
+        DRF's fields, django-filter and the paginator all read `?to=` like no `to` at all.
+        """
+        parameters: list[dict[str, Any]] = super()._get_parameters()
+        for parameter in parameters:
+            if parameter["in"] == "query" and not parameter.get("required"):
+                parameter["allowEmptyValue"] = True
+        return parameters
+
     def _get_response_bodies(self, direction: openapi.Direction = "response") -> dict[str, Any]:
         responses: dict[str, Any] = super()._get_response_bodies(direction)
         for code in self._error_codes() | {c for c in responses if c >= "400"}:
-            description = responses.get(code, {}).get("description") or _DESCRIPTIONS.get(code, "")
+            description = responses.get(code, {}).get("description") or self._description(code)
             responses[code] = self._get_response_for_code(
                 OpenApiResponse(ProblemSerializer, description=description),
                 code,
@@ -67,6 +80,12 @@ class AutoSchema(openapi.AutoSchema):
                 direction,
             )
         return dict(sorted(responses.items()))
+
+    def _description(self, code: str) -> str:
+        if code == "404" and self._get_pagination_parameters():
+            by_id = "{" in self.path or "404" in getattr(self.view, "schema_error_codes", ())
+            return _PAGED_404 if by_id else "A page past the last."
+        return _DESCRIPTIONS.get(code, "")
 
     def _error_codes(self) -> set[str]:
         codes: set[str] = set()
@@ -76,9 +95,13 @@ class AutoSchema(openapi.AutoSchema):
             codes |= {"401", "403"}
         if "{" in self.path:
             codes.add("404")
+        if any(parameter["in"] == "query" for parameter in self._get_parameters()):
+            codes.add("400")  # a malformed filter, range or page
+        if self._get_pagination_parameters():
+            codes.add("404")  # a page past the last
         if self.view.get_throttles():
             codes.add("429")
         if getattr(self.view, "uses_database", True):
             codes.add("503")
-        # Views whose query parameters can be invalid or name a foreign id say so.
+        # Views whose query parameters can name a foreign id say so.
         return codes | set(getattr(self.view, "schema_error_codes", ()))
