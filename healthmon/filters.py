@@ -1,5 +1,5 @@
 """The list filter backend (django-filter, skipped when a request sends no filter at all) and
-the time filters lists share."""
+the time and true/false filters lists share."""
 
 from datetime import UTC
 from typing import Any
@@ -9,6 +9,8 @@ from django.db.models import QuerySet
 from django_filters import rest_framework as filters
 from django_filters.fields import IsoDateTimeField
 from django_filters.rest_framework import DjangoFilterBackend
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
 from rest_framework.request import Request
 
 
@@ -44,6 +46,19 @@ class UTCDateTimeField(IsoDateTimeField):
 
 class UTCDateTimeFilter(filters.IsoDateTimeFilter):
     field_class = UTCDateTimeField
+
+
+@extend_schema_field(OpenApiTypes.BOOL)
+class TrueFalseFilter(filters.TypedChoiceFilter):
+    """`true` or `false`, anything else a 400 (django-filter's BooleanFilter ignores it).
+
+    Documented as a boolean: from the choices alone the schema would read as a boolean
+    whose only values are the strings "true" and "false", which no value satisfies.
+    """
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("choices", [("true", "true"), ("false", "false")])
+        super().__init__(coerce=lambda value: value == "true", **kwargs)
 
 
 class TimeRangeFilter(filters.FilterSet):

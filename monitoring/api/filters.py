@@ -6,7 +6,7 @@ from django.http import HttpRequest
 from django_filters import rest_framework as filters
 
 from accounts.models import Project
-from healthmon.filters import TimeRangeFilter, UTCDateTimeFilter
+from healthmon.filters import TimeRangeFilter, TrueFalseFilter, UTCDateTimeFilter
 from monitoring.models import CheckResult, Endpoint, EndpointStatus, EndpointType, Incident
 
 
@@ -28,9 +28,7 @@ class EndpointFilter(filters.FilterSet):
     project = filters.ModelChoiceFilter(queryset=_visible_projects, help_text="A project id.")
     type = filters.ChoiceFilter(choices=EndpointType.choices)
     status = filters.ChoiceFilter(choices=EndpointStatus.choices)
-    enabled = filters.TypedChoiceFilter(
-        choices=[("true", "true"), ("false", "false")], coerce=lambda value: value == "true"
-    )
+    enabled = TrueFalseFilter()
 
     class Meta:
         model = Endpoint
@@ -46,9 +44,7 @@ class CheckFilter(TimeRangeFilter):
     end = UTCDateTimeFilter(
         field_name="checked_at", lookup_expr="lte", label="to", help_text="ISO 8601 time."
     )
-    ok = filters.TypedChoiceFilter(
-        choices=[("true", "true"), ("false", "false")], coerce=lambda value: value == "true"
-    )
+    ok = TrueFalseFilter()
 
     class Meta:
         model = CheckResult
