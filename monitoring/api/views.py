@@ -6,7 +6,12 @@ from typing import Any
 from django.db import transaction
 from django.db.models import QuerySet
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_view,
+)
 from rest_framework import permissions, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
@@ -125,7 +130,14 @@ class EndpointViewSet(viewsets.ModelViewSet):
     @extend_schema(
         summary="Check the endpoint now (at most once per 5 seconds per endpoint)",
         request=None,
-        responses={202: CheckNowSerializer},
+        responses={
+            202: CheckNowSerializer,
+            400: OpenApiResponse(description="The endpoint is paused (`validation_error`)."),
+            429: OpenApiResponse(
+                description="Checked less than 5 seconds ago (`throttled`); retry after the "
+                "seconds in `Retry-After`."
+            ),
+        },
     )
     @action(detail=True, methods=["post"], url_path="check-now")
     def check_now(self, request: Request, pk: str) -> Response:
