@@ -27,7 +27,21 @@ def _no_control_characters(value: str) -> None:
         raise serializers.ValidationError("Control characters are not allowed.")
 
 
-class NameField(serializers.CharField):
+class TextField(serializers.CharField):
+    """A CharField that takes JSON strings only.
+
+    DRF's would store the number `0` as the text "0": the schema says string, and a number
+    where text belongs is the client's mistake, answered with a 400.
+    """
+
+    def to_internal_value(self, data: Any) -> str:
+        """Refuse anything but a string, then validate as DRF does."""
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class NameField(TextField):
     """A trimmed, non-blank, single-line display name."""
 
     def __init__(self, **kwargs: Any) -> None:
@@ -35,7 +49,7 @@ class NameField(serializers.CharField):
         super().__init__(validators=[_no_control_characters], **kwargs)
 
 
-class PasswordField(serializers.CharField):
+class PasswordField(TextField):
     """A write-only password, kept exactly as typed (no trimming)."""
 
     def __init__(self, **kwargs: Any) -> None:
@@ -48,7 +62,7 @@ class PasswordField(serializers.CharField):
         )
 
 
-class TokenField(serializers.CharField):
+class TokenField(TextField):
     """A token from a mailed link."""
 
     def __init__(self, **kwargs: Any) -> None:
