@@ -2,8 +2,8 @@
 JWT and with an API key: no server error, and every answer (status code, content type,
 headers, body) as the schema describes it; a request the schema forbids is refused.
 
-- The schema is loaded from `/api/v1/schema/` through the WSGI app, and every request goes
-  to the same app in-process: no socket, no network.
+- The schema is the document `/api/v1/schema/` serves, generated in-process, and every
+  request goes to the WSGI app in-process: no socket, no network.
 - The module builds one world: an owner, admin and member, another organization, endpoints
   with checks (one with an open incident, one paused, one checked a moment ago), an empty
   project, a pending invitation and API keys. Each case runs in a savepoint rolled back
