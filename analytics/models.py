@@ -53,17 +53,17 @@ class Rollup(models.Model):
         return f"{self.endpoint_id} at {self.bucket:%Y-%m-%d %H:%M}"
 
 
-def _meta(table: str, *, retained: bool = True) -> Any:
+def _meta(table: str) -> Any:
     class Meta:
         db_table = table
         ordering = ["endpoint", "bucket"]
+        # The only index: every read is for a list of endpoints over a time range, and
+        # retention deletes endpoint by endpoint through it too. A `bucket` index made
+        # PostgreSQL read a whole day of every organization's rows for one page of
+        # endpoints and filter them (bench/README.md, load).
         constraints = [
             models.UniqueConstraint(fields=["endpoint", "bucket"], name=f"{table}_unique"),
         ]
-        # Retention deletes by bucket across all endpoints. Daily rows are kept forever,
-        # and with this index PostgreSQL read "today" for a list of endpoints through it
-        # rather than the unique (endpoint, bucket): 9 ms instead of 1 (bench/README.md).
-        indexes = [models.Index(fields=["bucket"], name=f"{table}_bucket_idx")] if retained else []
 
     return Meta
 
@@ -86,7 +86,7 @@ class DayRollup(Rollup):
     """Daily buckets (UTC days); kept forever."""
 
     width = timedelta(days=1)
-    Meta = _meta("analytics_rollup_1d", retained=False)
+    Meta = _meta("analytics_rollup_1d")
 
 
 # Finest first.

@@ -144,6 +144,7 @@ def rollups_rebuild(*, endpoint_ids: Sequence[UUID], start: datetime, end: datet
 
 
 RETENTION_BATCH = 20_000
+RETENTION_ENDPOINTS = 500
 
 
 def _delete_before(model: Any, column: str, cutoff: Any) -> int:
@@ -160,6 +161,26 @@ def _delete_before(model: Any, column: str, cutoff: Any) -> int:
             return deleted
 
 
+def _delete_rollups_before(tier: type[Rollup], cutoff: datetime) -> int:
+    """Delete a tier's rows older than the cutoff, for a batch of endpoints at a time: the
+    unique (endpoint, bucket) index, the tier's only one, starts each endpoint's rows with
+    its oldest. Each statement deletes at most `RETENTION_BATCH` rows."""
+    deleted = 0
+    endpoints = Endpoint.objects.order_by("pk").values_list("pk", flat=True)
+    after: UUID | None = None
+    while True:
+        batch = list((endpoints.filter(pk__gt=after) if after else endpoints)[:RETENTION_ENDPOINTS])
+        if not batch:
+            return deleted
+        after = batch[-1]
+        while True:
+            old = tier.objects.filter(endpoint_id__in=batch, bucket__lt=cutoff)
+            count = tier.objects.filter(pk__in=old.values("pk")[:RETENTION_BATCH]).delete()[0]
+            deleted += count
+            if count < RETENTION_BATCH:
+                break
+
+
 def retention_run(*, now: datetime | None = None) -> dict[str, int]:
     """Delete raw checks and rollups past their retention; daily rollups stay forever."""
     now = now or timezone.now()
@@ -170,10 +191,10 @@ def retention_run(*, now: datetime | None = None) -> dict[str, int]:
         "checks": _delete_before(
             CheckResult, "id", time_ordered_uuid_floor(now - settings.RAW_RETENTION_DAYS * days)
         ),
-        "rollups_5m": _delete_before(
-            FiveMinuteRollup, "bucket", now - settings.ROLLUP_5M_RETENTION_DAYS * days
+        "rollups_5m": _delete_rollups_before(
+            FiveMinuteRollup, now - settings.ROLLUP_5M_RETENTION_DAYS * days
         ),
-        "rollups_1h": _delete_before(
-            HourRollup, "bucket", now - settings.ROLLUP_1H_RETENTION_DAYS * days
+        "rollups_1h": _delete_rollups_before(
+            HourRollup, now - settings.ROLLUP_1H_RETENTION_DAYS * days
         ),
     }

@@ -77,6 +77,26 @@ def test_deletes_go_in_batches(history, monkeypatch):
         assert services.retention_run()["checks"] == 2
 
 
+def test_rollups_go_in_batches_of_endpoints_and_rows(cast, make_endpoint, record, monkeypatch):
+    monkeypatch.setattr(services, "RETENTION_ENDPOINTS", 2)
+    monkeypatch.setattr(services, "RETENTION_BATCH", 2)
+    with time_machine.travel(T0 - DAY, tick=False):
+        endpoints = [make_endpoint(cast.project) for _ in range(5)]
+    for day in (0, 1, 2, 20):  # three old 5-minute rows per endpoint, one kept
+        at = T0 + day * DAY
+        with time_machine.travel(at + timedelta(seconds=1), tick=False):
+            for endpoint in endpoints:
+                record(endpoint, [(at, True, 10.0)])
+
+    with time_machine.travel(T0 + 21 * DAY, tick=False):
+        deleted = services.retention_run()
+
+    assert deleted["rollups_5m"] == 15
+    kept = FiveMinuteRollup.objects.values_list("endpoint_id", "bucket")
+    assert sorted(kept) == sorted((e.pk, T0 + 20 * DAY) for e in endpoints)
+    assert HourRollup.objects.count() == 20
+
+
 def summary_after_retention(api, user, endpoint, start, end):
     """The endpoint's summary over [start, end), read 100 days on, after retention ran."""
     with time_machine.travel(T0 + 100 * DAY, tick=False):
