@@ -4,17 +4,20 @@ The pages use the same reports as the analytics API (`analytics.reports`), so a 
 a page and the same figure from the API always agree.
 """
 
+import hashlib
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 from uuid import UUID
 
+from django.conf import settings
+from django.core.cache import cache
 from django.core.paginator import Page, Paginator
 from django.db.models import Case, IntegerField, QuerySet, Value, When
 
 from accounts.models import Project, User
-from analytics import reports
+from analytics import charts, reports
 from analytics.reports import Items
 from analytics.selectors import bucket_for
 from analytics.windows import PERIODS, Window
@@ -88,23 +91,48 @@ def overview(
     open incidents, newest first."""
     page = Paginator(overview_endpoints(user, filters), OVERVIEW_PAGE_SIZE).get_page(page_number)
     endpoints = list(page.object_list)
-    items = Items("endpoint", endpoints)
-    reads = reports.Reads(items, now)
-    figures = {
-        row["endpoint"]: row
-        for row in reports.summary(items, period_window(filters.period, now), now, reads)
-    }
-    day = period_window("24h", now)
-    lines = {
-        row["endpoint"]: row["points"]
-        for row in reports.response_time(items, day, "1h", reads, p95=False)
-    }
+    figures = overview_figures(endpoints, filters.period, now)
     groups: dict[UUID, ProjectGroup] = {}
     for endpoint in endpoints:
         group = groups.setdefault(endpoint.project_id, ProjectGroup(endpoint.project))
-        key = str(endpoint.pk)
-        group.rows.append({**figures[key], "object": endpoint, "points": lines[key]})
+        group.rows.append({**figures[str(endpoint.pk)], "object": endpoint})
     return page, list(groups.values()), open_incidents(user, filters)
+
+
+def overview_figures(
+    endpoints: list[Endpoint], period: str, now: datetime
+) -> dict[str, dict[str, Any]]:
+    """Per endpoint: uptime over 24 h / 7 d / 30 d, average response time over the period
+    (from the same reports as the API) and a sparkline of the last 24 h, hour by hour.
+
+    Kept in the cache for `DASHBOARD_CACHE_SECONDS` under the page's endpoints and period:
+    everyone who sees the same page shares one computation per refresh. A page with
+    another set of endpoints (one added, removed or moved) has another key.
+    """
+    ids = ",".join(sorted(str(endpoint.pk) for endpoint in endpoints))
+    key = f"overview:1:{period}:{hashlib.sha256(ids.encode()).hexdigest()}"
+    seconds = settings.DASHBOARD_CACHE_SECONDS
+    found = cache.get(key) if seconds else None
+    if found is not None:
+        return found
+    items = Items("endpoint", endpoints)
+    reads = reports.Reads(items, now)
+    summaries = reports.summary(items, period_window(period, now), now, reads, percentiles=False)
+    day = period_window("24h", now)
+    lines = reports.response_time(items, day, "1h", reads, p95=False)
+    found = {
+        row["endpoint"]: {
+            "uptime_24h": row["uptime_24h"],
+            "uptime_7d": row["uptime_7d"],
+            "uptime_30d": row["uptime_30d"],
+            "avg_ms": row["avg_ms"],
+            "sparkline": charts.sparkline(line["points"]),
+        }
+        for row, line in zip(summaries, lines, strict=True)
+    }
+    if seconds:
+        cache.set(key, found, seconds)
+    return found
 
 
 def open_incidents(user: User, filters: OverviewFilters, limit: int = RECENT) -> list[Incident]:
@@ -156,7 +184,8 @@ def comparison(endpoints: list[Endpoint], period: str, now: datetime) -> dict[st
     """Several endpoints side by side: one overlaid series each and their figures."""
     window = period_window(period, now)
     bucket = bucket_for(window, None)
-    rows = reports.compare(endpoints, window, bucket, now) if endpoints else []
+    # The chart draws averages: its series are read without histograms.
+    rows = reports.compare(endpoints, window, bucket, now, series_p95=False) if endpoints else []
     by_id = {str(endpoint.pk): endpoint for endpoint in endpoints}
     for row in rows:
         row["object"] = by_id[row["endpoint"]]

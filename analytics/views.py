@@ -57,9 +57,6 @@ def overview_page(request: HttpRequest) -> HttpResponse:
     page, groups, incidents = dashboards.overview(
         user, filters, request.GET.get("page"), timezone.now()
     )
-    for group in groups:
-        for row in group.rows:
-            row["sparkline"] = charts.sparkline(row["points"])
     query = request.GET.copy()
     query.pop("page", None)
     context = {

@@ -310,6 +310,10 @@ PROBE_THREADS = _int_between("PROBE_THREADS", 32, 1, 1000)
 RAW_RETENTION_DAYS = _int_between("RAW_RETENTION_DAYS", 14, 1, 3660)
 ROLLUP_5M_RETENTION_DAYS = _int_between("ROLLUP_5M_RETENTION_DAYS", 14, 1, 3660)
 ROLLUP_1H_RETENTION_DAYS = _int_between("ROLLUP_1H_RETENTION_DAYS", 90, 1, 3660)
+# The overview's figures (uptimes, average, 24 h sparkline) of a page of endpoints are
+# computed at most once per this many seconds, as often as the page refreshes itself;
+# statuses and last checks are always read live. 0: computed on every request.
+DASHBOARD_CACHE_SECONDS = _int_between("DASHBOARD_CACHE_SECONDS", 30, 0, 3600)
 NUM_PROXIES = env.int("NUM_PROXIES", default=0)
 if NUM_PROXIES < 0:
     raise ImproperlyConfigured("NUM_PROXIES must be 0 or more.")

@@ -1,9 +1,11 @@
 """Template filters for the dashboards: response times, percentages, durations, links."""
 
+from datetime import datetime
 from typing import Any
 
 from django import template
 from django.http import QueryDict
+from django.utils import timezone
 
 register = template.Library()
 DASH = "—"
@@ -45,6 +47,19 @@ def duration(seconds: float | None) -> str:
     if minutes:
         return f"{minutes} min {secs} s"
     return f"{secs} s"
+
+
+@register.filter
+def ago(moment: datetime | None) -> str:
+    """How long ago a moment was, in its largest unit: `12 s ago`, `3 min ago`, `5 h ago`,
+    `2 d ago` (Django's `timesince` costs ~80 µs a call, a tenth of an overview page)."""
+    if moment is None:
+        return DASH
+    seconds = max(0, int((timezone.now() - moment).total_seconds()))
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds // size} {unit} ago"
+    return f"{seconds} s ago"
 
 
 @register.filter

@@ -115,7 +115,7 @@ def test_overview_rows_show_status_last_check_uptime_avg_and_a_sparkline(pages, 
     web, db, fresh = (endpoint_row(response, fleet[k]) for k in ("web", "db", "fresh"))
     assert web[0] == "Alpha web HTTP(S)"
     assert web[1] == "Up"
-    assert web[2] == "10 minutes ago"
+    assert web[2] == "10 min ago"
     assert db[1] == "Down"
     assert fresh[1] == "Pending (no check yet)"
     assert fresh[2] == "never"
