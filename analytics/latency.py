@@ -1,7 +1,7 @@
 """What a set of checks adds up to: the sums a rollup row holds, built from checks on
 ingest and from aggregated rows on reads."""
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,6 +42,27 @@ class Latency:
         if histogram.FIELDS[0] in row:  # rows read without histograms leave them empty
             for index, name in enumerate(histogram.FIELDS):
                 self.hist[index] += row[name] or 0
+
+    def merge_sums(
+        self,
+        count: int | None,
+        failures: int | None,
+        sum_ms: float | None,
+        low: float | None,
+        high: float | None,
+        hist: Sequence[int | None] = (),
+    ) -> None:
+        """Add aggregated sums read as a tuple (`merge` takes them as a mapping); rows read
+        without histograms pass none."""
+        self.count += count or 0
+        self.failures += failures or 0
+        self.sum_ms += sum_ms or 0.0
+        if low is not None:
+            self.min_ms = low if self.min_ms is None else min(self.min_ms, low)
+        if high is not None:
+            self.max_ms = high if self.max_ms is None else max(self.max_ms, high)
+        for index, value in enumerate(hist):
+            self.hist[index] += value or 0
 
     @property
     def successes(self) -> int:
