@@ -60,6 +60,17 @@ class EndpointStatus(models.TextChoices):
     PENDING = "pending", "Pending (no check yet)"
 
 
+def visible_project_ids(user: User) -> list[uuid.UUID]:
+    """The ids of the projects the user can see, read now (one small query).
+
+    Given as a list rather than a subquery: PostgreSQL then estimates a tenant's endpoints
+    from each project's own statistics. With a subquery it assumed the average project
+    size, and once one organization had 10,000 endpoints it scanned every organization's
+    endpoints to list a few dozen (bench/README.md, load).
+    """
+    return list(Project.objects.visible_to(user).values_list("pk", flat=True))
+
+
 class EndpointQuerySet(models.QuerySet["Endpoint"]):
     """Reusable endpoint filters."""
 
@@ -69,7 +80,7 @@ class EndpointQuerySet(models.QuerySet["Endpoint"]):
 
     def visible_to(self, user: User) -> "EndpointQuerySet":
         """Endpoints in the projects the user can see."""
-        return self.filter(project__in=Project.objects.visible_to(user))
+        return self.filter(project_id__in=visible_project_ids(user))
 
     def due(self, now: datetime) -> "EndpointQuerySet":
         """Enabled endpoints whose next check is due."""
@@ -221,7 +232,7 @@ class IncidentQuerySet(models.QuerySet["Incident"]):
 
     def visible_to(self, user: User) -> "IncidentQuerySet":
         """Incidents of endpoints in the projects the user can see."""
-        return self.filter(endpoint__project__in=Project.objects.visible_to(user))
+        return self.filter(endpoint__project_id__in=visible_project_ids(user))
 
     def open(self) -> "IncidentQuerySet":
         """Incidents not resolved yet."""

@@ -76,8 +76,8 @@ def test_a_valid_key_costs_one_query_to_authenticate(
     api.with_key(make_key(cast.owner, "endpoint:read"))
     api.get(ENDPOINTS)  # records last use
 
-    # key + creator (one join), endpoint count, endpoint page
-    with django_assert_num_queries(3):
+    # key + creator (one join), the visible projects, endpoint count, endpoint page
+    with django_assert_num_queries(4):
         assert api.get(ENDPOINTS).status_code == 200
 
 

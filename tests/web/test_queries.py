@@ -17,8 +17,9 @@ MINUTE = timedelta(minutes=1)
 # The endpoint page: session, user and organization, the endpoint and its project; the
 # period's rollups and coverage (pauses, incidents) read once and shared by its reports, the
 # 24 h series, the previous period's errors and the top causes, recent checks and incidents:
-# 15 to 17 by period (the rollup tiers that tile it), whatever the history holds.
-ENDPOINT_PAGE_CEILING = 17
+# 15 to 17 by period (the rollup tiers that tile it), whatever the history holds; and the
+# ids of the projects the user sees, read on their own (`visible_project_ids`).
+ENDPOINT_PAGE_CEILING = 18
 
 
 def count(pages, url):
