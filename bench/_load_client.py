@@ -334,7 +334,20 @@ class Meter:
         self.server_pid = server_pid
         self.database = database
 
+    def blocks(self) -> tuple[int, int]:
+        """The database's blocks found in PostgreSQL's shared buffers, and read from outside
+        them (the OS page cache or the disk), since the statistics were reset."""
+        import psycopg
+
+        with psycopg.connect(f"postgresql://postgres@127.0.0.1:5432/{self.database}") as conn:
+            hit, read = conn.execute(
+                "SELECT blks_hit, blks_read FROM pg_stat_database WHERE datname = %s",
+                [self.database],
+            ).fetchone()
+        return int(hit), int(read)
+
     def start(self) -> None:
+        self.started_blocks = self.blocks()
         self.wall = time.monotonic()
         self.machine = machine_busy()
         self.server = tree_cpu_seconds(self.server_pid)
@@ -366,7 +379,8 @@ class Meter:
         shares = {"machine": busy / total if total else 0.0}
         shares.update((kind, value / (wall * CPUS)) for kind, value in seconds.items())
         shares["other"] = max(0.0, 2 * shares["machine"] - sum(shares.values()))
-        return shares, {**seconds, "wall": wall}
+        hit, read = (b - a for a, b in zip(self.started_blocks, self.blocks(), strict=True))
+        return shares, {**seconds, "wall": wall, "blocks_hit": hit, "blocks_read": read}
 
 
 # --- A phase -----------------------------------------------------------------------------

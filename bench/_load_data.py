@@ -5,8 +5,9 @@ Two cohorts of HTTP endpoints, checked every 60 s and watched for 8 days:
 - **tenants**: 10 organizations of 100 endpoints (4 projects of 25). One day of raw checks
   (1,440 per endpoint) is written by `INSERT … SELECT` over `generate_series`, with the
   5-minute rollups of each chunk upserted in the same statement, as in `_analytics_data.py`;
-  the 7 days before it repeat that day's 5-minute rows (on one day in seven an endpoint's
-  own day with its incidents, on the others the day of its sibling 4m, which has none);
+  the 7 days before it repeat that day's raw checks and 5-minute rows (on one day in seven
+  an endpoint's own day with its incidents, on the others the day of its sibling 4m, which
+  has none);
   hourly rows are summed from the 5-minute ones and daily rows from the hourly ones.
   Endpoint i has `i % 4` incidents a day (2 to 30 failed checks), an isolated failure about
   every 16 hours, a base latency of 15 to 600 ms (log-spread; successes take
@@ -220,10 +221,41 @@ def _sums(fields: Sequence[str]) -> str:
     return f"{sums}, min(min_ms), max(max_ms)"
 
 
+def _template(d: str) -> str:
+    """The endpoint whose day an endpoint repeats `d` days before the raw day: on one day in
+    seven its own (incidents and all), else its sibling's (i % 4 = 0: no incident); never
+    the open incident's last minutes."""
+    return f"CASE WHEN ({d} + e.i) %% 7 = 0 AND e.open_k IS NULL THEN e.i ELSE e.i / 4 * 4 END"
+
+
+# A check of the raw day, `d` days earlier: its id keeps the UUIDv7 shape (the millisecond
+# prefix moved back with it, the version kept, a new random tail: siblings copy one day).
+EARLIER_RAW_SQL = f"""
+INSERT INTO monitoring_checkresult
+    (id, endpoint_id, scheduled_for, checked_at, ok, response_time_ms, status_detail, error)
+SELECT encode(overlay(overlay(uuid_send(c.id) PLACING substring(int8send(
+           ('x' || encode(substring(uuid_send(c.id) FROM 1 FOR 6), 'hex'))::bit(48)::bigint
+           - %(d)s * 86400000) FROM 3) FROM 1 FOR 6)
+         PLACING substring(uuid_send(gen_random_uuid()) FROM 9) FROM 9), 'hex')::uuid,
+       e.id, c.scheduled_for - %(d)s * interval '1 day', c.checked_at - %(d)s * interval '1 day',
+       c.ok, c.response_time_ms, c.status_detail, c.error
+FROM bench_endpoint e JOIN bench_endpoint t ON t.i = {_template("%(d)s")}
+JOIN monitoring_checkresult c ON c.endpoint_id = t.id AND c.checked_at >= %(start)s
+WHERE e.cohort = 0
+ORDER BY c.checked_at
+"""
+
+
 def write_tenants(
-    url: str, start: datetime, edges: Sequence[float], fields: Sequence[str], progress: Progress
+    url: str,
+    start: datetime,
+    edges: Sequence[float],
+    fields: Sequence[str],
+    progress: Progress,
+    raw_days: int = EARLIER_DAYS + 1,
 ) -> None:
-    """The tenants' raw day [start, start + 1 day), rollups of 8 days, incidents."""
+    """The tenants' 8 days: the raw day [start, start + 1 day) generated, the 7 before it
+    copied from it (raw checks of the last `raw_days` days, rollups of all 8), incidents."""
     sql = raw_chunk_sql(fields)
     workers = 2
     with connect(url) as conn:
@@ -240,17 +272,20 @@ def write_tenants(
 
         with indexes_dropped(url, conn, "monitoring_checkresult"):
             in_parallel(url, [share(worker) for worker in range(workers)])
-            progress.say("tenants: raw day written; rebuilding its indexes")
+            progress.say("tenants: raw day written")
+            copies = [
+                lambda c, d=d: c.execute(EARLIER_RAW_SQL, {"d": d, "start": start})
+                for d in range(1, raw_days)
+            ]
+            in_parallel(url, copies)
+            progress.say(f"tenants: raw checks of {raw_days} days written; rebuilding indexes")
         cols = _columns(fields)
 
         def earlier(d: int) -> Callable[[psycopg.Connection], None]:
-            # On one day in seven the endpoint's own day (incidents and all), else its
-            # sibling's (i % 4 = 0: no incident); never the open incident's last minutes.
             return lambda c: c.execute(
                 f"INSERT INTO analytics_rollup_5m (endpoint_id, bucket, {cols}) "
                 f"SELECT e.id, r.bucket - %(d)s * interval '1 day', {cols} "
-                f"FROM bench_endpoint e JOIN bench_endpoint t ON t.i = CASE "
-                f"WHEN (%(d)s + e.i) %% 7 = 0 AND e.open_k IS NULL THEN e.i ELSE e.i / 4 * 4 END "
+                f"FROM bench_endpoint e JOIN bench_endpoint t ON t.i = {_template('%(d)s')} "
                 f"JOIN analytics_rollup_5m r ON r.endpoint_id = t.id AND r.bucket >= %(start)s "
                 f"WHERE e.cohort = 0 ORDER BY 2, 1",
                 {"d": d, "start": start},

@@ -81,6 +81,12 @@ def print_phase(result: lc.Result) -> None:
             f"WARNING: other work used {cpu['other']:.0%} of the machine during this phase: "
             "the latencies are not the server's alone"
         )
+    hit, read = result.cpu_s["blocks_hit"], result.cpu_s["blocks_read"]
+    print(
+        f"PostgreSQL blocks per request: {(hit + read) / served:.0f}, of which "
+        f"{read / served:.1f} read from outside shared buffers "
+        f"({100 * hit / (hit + read) if hit + read else 100:.2f}% hits)"
+    )
     print(
         f"client: event-loop lag p99 {result.loop_lag_p99 * 1000:.1f} ms; start behind schedule "
         f"p95 {result.start_lag_p95 * 1000:.1f} ms, max {result.start_lag_max * 1000:.0f} ms, "

@@ -1,7 +1,7 @@
 """Load: dashboards, analytics and CRUD under a mix of users, on gunicorn over PostgreSQL.
 
 A throwaway database `healthmon_load_<pid>` gets 10 organizations of 100 HTTP endpoints
-(4 projects each) checked every 60 s: one day of raw checks and 8 days of rollups (5-minute,
+(4 projects each) checked every 60 s for 8 days: raw checks (11.5 M), rollups (5-minute,
 hourly, daily) and incidents, written with SQL (`_load_data.py`). gunicorn serves the app
 (2 sync workers, `DEBUG` off, static files collected, the cache on Redis db 4). Virtual users
 (16), each an organization's owner, sign in on /login as a browser does and get a JWT, or
@@ -98,6 +98,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--workers", type=int, default=2, help="gunicorn workers")
     parser.add_argument("--threads", type=int, default=0, help="gthread threads (0: sync)")
     parser.add_argument("--cache-url", default="redis://127.0.0.1:6379/4", help="CACHE_URL")
+    parser.add_argument(
+        "--raw-days", type=int, default=8, help="days of raw checks of the tenants (1 to 8)"
+    )
     parser.add_argument("--big-raw-hours", type=int, default=24, help="raw checks of the big org")
     parser.add_argument(
         "--big-5m-days", type=int, default=8, help="days of 5-minute rows of the big org (8: all)"
@@ -115,13 +118,13 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument(
         "--quick",
         action="store_true",
-        help="phases of 15 s (capacity 10 s, warm-up 5 s); the big org with 2 h of raw checks "
-        "and 2 days of 5-minute rows",
+        help="phases of 15 s (capacity 10 s, warm-up 5 s); the tenants with one day of raw "
+        "checks, the big org with 2 h of them and 2 days of 5-minute rows",
     )
     args = parser.parse_args()
     if args.quick:
         args.duration, args.capacity, args.warmup = 15, 10, 5
-        args.big_raw_hours, args.big_5m_days = 2, 2
+        args.big_raw_hours, args.big_5m_days, args.raw_days = 2, 2, 1
     return args
 
 
@@ -318,14 +321,22 @@ def benchmark(args: argparse.Namespace) -> None:
             f"({args.workers} {'gthread x' + str(args.threads) if args.threads else 'sync'} "
             f"workers), cache {args.cache_url}"
         )
-        print(f"load average at the start: {load_average()}")
+        with connection.cursor() as cursor:
+            cursor.execute("SHOW shared_buffers")
+            (buffers,) = cursor.fetchone()
+        print(f"PostgreSQL shared_buffers {buffers}; load average at the start: {load_average()}")
         now = datetime.now(UTC)
         end = datetime.fromtimestamp(now.timestamp() // 300 * 300, UTC)
         names = [f"Org {n:02d}" for n in range(TENANTS)]
         create_cohort(0, names, TENANTS * TENANT_ENDPOINTS, TENANT_PROJECTS, end, PASSWORD)
         progress.say(f"{TENANTS} organizations of {TENANT_ENDPOINTS} endpoints created")
         write_tenants(
-            url, end - timedelta(days=1), list(histogram.EDGES), histogram.FIELDS, progress
+            url,
+            end - timedelta(days=1),
+            list(histogram.EDGES),
+            histogram.FIELDS,
+            progress,
+            raw_days=max(1, min(args.raw_days, 8)),
         )
         settle(url, progress)
         connection.close()
@@ -364,7 +375,8 @@ def benchmark(args: argparse.Namespace) -> None:
             results = [capacity, *before.values(), *data.values(), *loaded.values()]
             server.attach(results)
         print(
-            f"\ndata: {TENANTS} organizations x {TENANT_ENDPOINTS} endpoints, then one of "
+            f"\ndata: {TENANTS} organizations x {TENANT_ENDPOINTS} endpoints (raw checks "
+            f"{args.raw_days} days, rollups 8 days), then one of "
             f"{BIG_ENDPOINTS:,} (raw checks {args.big_raw_hours} h, 5-minute rows "
             f"{args.big_5m_days} days); the data ends at {end:%H:%M} UTC"
         )
