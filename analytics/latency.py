@@ -31,17 +31,11 @@ class Latency:
         self.hist[histogram.bucket_of(ms)] += 1
 
     def merge(self, row: Mapping[str, Any]) -> None:
-        """Add an aggregated rollup row."""
-        self.count += row["count"] or 0
-        self.failures += row["failures"] or 0
-        self.sum_ms += row["sum_ms"] or 0.0
-        for name, pick in (("min_ms", min), ("max_ms", max)):
-            if row[name] is not None:
-                mine = getattr(self, name)
-                setattr(self, name, row[name] if mine is None else pick(mine, row[name]))
-        if histogram.FIELDS[0] in row:  # rows read without histograms leave them empty
-            for index, name in enumerate(histogram.FIELDS):
-                self.hist[index] += row[name] or 0
+        """Add an aggregated rollup row; rows read without histograms leave them empty."""
+        hist = [row[name] for name in histogram.FIELDS] if histogram.FIELDS[0] in row else ()
+        self.merge_sums(
+            row["count"], row["failures"], row["sum_ms"], row["min_ms"], row["max_ms"], hist
+        )
 
     def merge_sums(
         self,
@@ -52,8 +46,7 @@ class Latency:
         high: float | None,
         hist: Sequence[int | None] = (),
     ) -> None:
-        """Add aggregated sums read as a tuple (`merge` takes them as a mapping); rows read
-        without histograms pass none."""
+        """Add aggregated sums read as a tuple; rows read without histograms pass none."""
         self.count += count or 0
         self.failures += failures or 0
         self.sum_ms += sum_ms or 0.0
