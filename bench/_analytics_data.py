@@ -173,28 +173,13 @@ def _checked_at(k: str) -> str:
     return f"%(start)s::timestamptz + ({offset}) * interval '1 ms'"
 
 
-def raw_chunk_sql(fields: Sequence[str]) -> str:
-    """Insert the checks of one slot range of one endpoint share, in time order, and add
-    them to the 5-minute rollups in the same statement."""
+def stored_checks_sql(fields: Sequence[str]) -> str:
+    """The end of a statement that generates checks: from a CTE `outcome` (endpoint_id, i,
+    k, base_ms, scheduled_for, checked_at, error), draw each check's response time, store
+    the checks in time order with UUIDv7-shaped ids, and add them to the 5-minute rollups
+    as ingest does. `_load_data.py` uses it too."""
     columns, counts, updates = _histogram_sql(fields)
-    return f"""
-WITH slot AS (
-    SELECT e.id AS endpoint_id, e.i, g.k, e.base_ms, b.k_start, b.k_end, b.cause,
-           %(start)s::timestamptz + (g.k * {SLOT_MS} + e.phase_ms) * interval '1 ms'
-               AS scheduled_for,
-           {_checked_at("g.k")} AS checked_at
-    FROM generate_series(%(k0)s::int, %(k1)s::int - 1) AS g(k)
-    CROSS JOIN bench_endpoint e
-    LEFT JOIN bench_raw_incident b ON b.i = e.i AND g.k BETWEEN b.k_start - 1 AND b.k_end
-    WHERE e.i %% %(workers)s = %(worker)s
-), outcome AS (
-    SELECT *, CASE
-        WHEN k >= k_start AND k < k_end THEN cause
-        WHEN k_start IS NULL AND (k * 7919 + i * 104729) %% 997 = 0 THEN
-            CASE WHEN (k + i) %% 2 = 0 THEN 'timed out after 10 s' ELSE 'HTTP 502' END
-    END AS error
-    FROM slot
-), timed AS (
+    return f"""timed AS (
     SELECT *, uuid_send(gen_random_uuid()) AS rnd, CASE
         WHEN error IS NULL THEN round(
             base_ms * exp(0.25 * sqrt(-2 * ln(1 - random())) * cos(2 * pi() * random()))
@@ -236,6 +221,29 @@ ON CONFLICT (endpoint_id, bucket) DO UPDATE SET
     min_ms = LEAST(r.min_ms, EXCLUDED.min_ms), max_ms = GREATEST(r.max_ms, EXCLUDED.max_ms),
     {updates}
 """
+
+
+def raw_chunk_sql(fields: Sequence[str]) -> str:
+    """Insert the checks of one slot range of one endpoint share, in time order, and add
+    them to the 5-minute rollups in the same statement."""
+    return f"""
+WITH slot AS (
+    SELECT e.id AS endpoint_id, e.i, g.k, e.base_ms, b.k_start, b.k_end, b.cause,
+           %(start)s::timestamptz + (g.k * {SLOT_MS} + e.phase_ms) * interval '1 ms'
+               AS scheduled_for,
+           {_checked_at("g.k")} AS checked_at
+    FROM generate_series(%(k0)s::int, %(k1)s::int - 1) AS g(k)
+    CROSS JOIN bench_endpoint e
+    LEFT JOIN bench_raw_incident b ON b.i = e.i AND g.k BETWEEN b.k_start - 1 AND b.k_end
+    WHERE e.i %% %(workers)s = %(worker)s
+), outcome AS (
+    SELECT *, CASE
+        WHEN k >= k_start AND k < k_end THEN cause
+        WHEN k_start IS NULL AND (k * 7919 + i * 104729) %% 997 = 0 THEN
+            CASE WHEN (k + i) %% 2 = 0 THEN 'timed out after 10 s' ELSE 'HTTP 502' END
+    END AS error
+    FROM slot
+), {stored_checks_sql(fields)}"""
 
 
 RAW_INCIDENTS_SQL = f"""

@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 
 import psycopg
-from _analytics_data import Progress, connect, in_parallel, indexes_dropped
+from _analytics_data import Progress, connect, in_parallel, indexes_dropped, stored_checks_sql
 
 INTERVAL_MS = 60_000
 SLOTS_PER_DAY = 1440
@@ -120,13 +120,6 @@ def create_cohort(
 # --- Tenants: the raw day and what it adds up to -------------------------------------------
 
 
-def _histogram_sql(fields: Sequence[str]) -> tuple[str, str, str]:
-    columns = ", ".join(fields)
-    counts = ", ".join(f"count(*) FILTER (WHERE hb = {n})" for n in range(len(fields)))
-    updates = ", ".join(f"{name} = r.{name} + EXCLUDED.{name}" for name in fields)
-    return columns, counts, updates
-
-
 def _checked_at(k: str) -> str:
     """When endpoint `e` started the check of slot `k` (3 to 42 ms after the slot)."""
     offset = f"{k} * {INTERVAL_MS} + e.phase_ms + 3 + (e.i * 7 + {k}) %% 40"
@@ -136,7 +129,6 @@ def _checked_at(k: str) -> str:
 def raw_chunk_sql(fields: Sequence[str]) -> str:
     """The checks of a slot range for one share of the tenants' endpoints, in time order,
     added to the 5-minute rollups in the same statement."""
-    columns, counts, updates = _histogram_sql(fields)
     return f"""
 WITH slot AS (
     SELECT e.id AS endpoint_id, e.i, g.k, e.base_ms, e.open_k, b.k_start, b.k_end, b.cause,
@@ -156,48 +148,7 @@ WITH slot AS (
             CASE WHEN (k + i) %% 2 = 0 THEN 'timed out after 10 s' ELSE 'HTTP 502' END
     END AS error
     FROM slot
-), timed AS (
-    SELECT *, uuid_send(gen_random_uuid()) AS rnd, CASE
-        WHEN error IS NULL THEN round(
-            base_ms * exp(0.25 * sqrt(-2 * ln(1 - random())) * cos(2 * pi() * random()))
-            * CASE WHEN random() < 0.01 THEN 4 ELSE 1 END * 1000) / 1000
-        WHEN error LIKE 'timed out%%' THEN 10000.0
-        WHEN error = 'connection refused' THEN 1 + round(random() * 3000) / 1000
-        ELSE round(base_ms * 500) / 1000
-    END AS ms
-    FROM outcome
-), stored AS (
-    INSERT INTO monitoring_checkresult
-        (id, endpoint_id, scheduled_for, checked_at, ok, response_time_ms, status_detail, error)
-    SELECT encode(set_byte(overlay(rnd PLACING substring(int8send(
-               floor(extract(epoch FROM checked_at) * 1000)::bigint + ceil(ms)::bigint + 2)
-               FROM 3) FROM 1 FOR 6), 6, (get_byte(rnd, 6) & 15) | 112), 'hex')::uuid,
-           endpoint_id, scheduled_for, checked_at, error IS NULL, ms,
-           CASE WHEN error IS NULL THEN 'HTTP 200' WHEN error LIKE 'HTTP %%' THEN error
-                ELSE '' END,
-           coalesce(error, '')
-    FROM timed
-    ORDER BY checked_at
-    RETURNING endpoint_id, checked_at, ok, response_time_ms
-)
-INSERT INTO analytics_rollup_5m AS r
-    (endpoint_id, bucket, count, failures, sum_ms, min_ms, max_ms, {columns})
-SELECT endpoint_id, date_bin('5 minutes', checked_at, TIMESTAMPTZ 'epoch'),
-       count(*), count(*) FILTER (WHERE NOT ok),
-       coalesce(sum(response_time_ms) FILTER (WHERE ok), 0),
-       min(response_time_ms) FILTER (WHERE ok), max(response_time_ms) FILTER (WHERE ok),
-       {counts}
-FROM (
-    SELECT *, CASE WHEN ok THEN width_bucket(response_time_ms, %(edges)s::float8[]) END AS hb
-    FROM stored
-) s
-GROUP BY 1, 2
-ON CONFLICT (endpoint_id, bucket) DO UPDATE SET
-    count = r.count + EXCLUDED.count, failures = r.failures + EXCLUDED.failures,
-    sum_ms = r.sum_ms + EXCLUDED.sum_ms,
-    min_ms = LEAST(r.min_ms, EXCLUDED.min_ms), max_ms = GREATEST(r.max_ms, EXCLUDED.max_ms),
-    {updates}
-"""
+), {stored_checks_sql(fields)}"""
 
 
 RAW_INCIDENTS_SQL = f"""
