@@ -62,6 +62,7 @@ from _load_data import (
     write_big,
     write_tenants,
 )
+from _load_meter import Meter
 from _load_report import DISTURBED, print_goals, print_isolation, print_phase
 from _support import (
     BIN,
@@ -263,7 +264,7 @@ def phase(
     people: list[lc.User],
     seconds: float,
     rate: float | None,
-    meter: lc.Meter,
+    meter: Meter,
     retries: int | None = None,
 ) -> lc.Result:
     """Run a phase; while other work on the machine used more than `--disturbed` of it, run
@@ -343,7 +344,7 @@ def benchmark(args: argparse.Namespace) -> None:
         port = free_port()
         base = f"http://127.0.0.1:{port}"
         with serve(args, env, port) as server:
-            meter = lc.Meter(server.pid, database)
+            meter = Meter(server.pid, database)
             tenants = users(organizations(big=False), args.users)
             asyncio.run(lc.sign_in_all(base, tenants))
             progress.say(f"{len(tenants)} users signed in (sessions, JWTs, API keys)")
