@@ -121,19 +121,18 @@ def series(
         floor(window.start, tier.width), window.end
     )
     points: dict[UUID, dict[datetime, Latency]] = defaultdict(lambda: defaultdict(Latency))
-    if not histograms and all(endpoint == owner for endpoint, owner in owners.items()):
-        # One row per endpoint and bucket already, read as tuples: the sparklines of an
-        # overview page read thousands of these rows.
-        plain = found.values_list("endpoint_id", "bucket", *_PLAIN).order_by()
-        for endpoint_id, bucket, count, failures, sum_ms, low, high in plain:
-            points[endpoint_id][bucket] = Latency(count, failures, sum_ms, low, high, _NO_HIST)
-        return points
-    rows: Iterable[Mapping[str, Any]]
     if all(endpoint == owner for endpoint, owner in owners.items()):
-        # One row per endpoint and bucket already: nothing to add up in the database.
-        rows = found.values("endpoint_id", "bucket", *aggregates).order_by()
-    else:
-        rows = found.values("endpoint_id", "bucket").order_by().annotate(**aggregates)
+        # One row per endpoint and bucket already: nothing to add up in the database, and
+        # the rows are read as tuples (an overview's sparklines read thousands of them).
+        names = (*_PLAIN, *(histogram.FIELDS if histograms else ()))
+        for endpoint_id, bucket, count, failures, sum_ms, low, high, *hist in found.values_list(
+            "endpoint_id", "bucket", *names
+        ).order_by():
+            points[endpoint_id][bucket] = Latency(
+                count, failures, sum_ms, low, high, hist if histograms else _NO_HIST
+            )
+        return points
+    rows = found.values("endpoint_id", "bucket").order_by().annotate(**aggregates)
     for row in rows:
         points[owners[row["endpoint_id"]]][row["bucket"]].merge(row)
     return points
