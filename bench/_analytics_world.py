@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from _analytics_data import EARLIER_DAYS, SLOT_MS, Layout, Progress, connect, generate, layout_for
-from _support import http_endpoint
+from _support import up_endpoint
 
 DAY = timedelta(days=1)
 FIVE_MINUTES = timedelta(minutes=5)
@@ -35,7 +35,7 @@ class World:
 def create_tenants(layout: Layout, end: datetime) -> None:
     """Organizations (each with an owner), projects and endpoints, watched for 31 days."""
     from accounts.models import Organization, Project, Role, User
-    from monitoring.models import Endpoint, EndpointStatus
+    from monitoring.models import Endpoint
 
     created = end - timedelta(days=EARLIER_DAYS + 1)
     names = [f"Tenant {n:02d}" for n in range(layout.organizations)] + ["All endpoints"]
@@ -56,19 +56,13 @@ def create_tenants(layout: Layout, end: datetime) -> None:
     for i in range(layout.endpoints):
         target = f"https://service{i}.example.com/health"
         endpoints.append(
-            http_endpoint(
+            up_endpoint(
                 projects[i // layout.project_size],
                 f"Service {i:05d}",
                 target,
                 SLOT_MS // 1000,
-                status=EndpointStatus.UP,
-                streak_ok=True,
-                streak_length=1,
-                streak_started_at=end,
-                watch_started_at=created,
-                last_checked_at=end,
-                created_at=created,
-                updated_at=created,
+                created,
+                end,
             )
         )
     Endpoint.objects.bulk_create(endpoints, batch_size=1000)

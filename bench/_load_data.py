@@ -50,12 +50,12 @@ def create_cohort(
 ) -> list[str]:
     """Organizations (an owner each: `owner@<slug>.load.test`), projects and HTTP endpoints
     (up, watched for 8 days), and their rows in `bench_endpoint`. Returns the owners' emails."""
-    from _support import http_endpoint
+    from _support import up_endpoint
     from django.contrib.auth.hashers import make_password
     from django.db import connection
 
     from accounts.models import Organization, Project, Role, User
-    from monitoring.models import Endpoint, EndpointStatus
+    from monitoring.models import Endpoint
 
     created = end - timedelta(days=EARLIER_DAYS + 1)
     hashed = make_password(password)  # one bcrypt for every owner
@@ -81,19 +81,13 @@ def create_cohort(
     for n in range(endpoints):
         project = made_projects[n // per_project]
         rows.append(
-            http_endpoint(
+            up_endpoint(
                 project,
                 f"{project.organization.name} / Service {n % per_org:05d}",
                 f"https://service{first + n}.example.com/health",
                 INTERVAL_MS // 1000,
-                status=EndpointStatus.UP,
-                streak_ok=True,
-                streak_length=1,
-                streak_started_at=end,
-                watch_started_at=created,
-                last_checked_at=end,
-                created_at=created,
-                updated_at=created,
+                created,
+                end,
             )
         )
     Endpoint.objects.bulk_create(rows, batch_size=1000)

@@ -370,3 +370,26 @@ def http_endpoint(
         timeout_seconds=10,
         **fields,
     )
+
+
+def up_endpoint(
+    project: object, name: str, target: str, interval: int, created: object, end: object
+) -> object:
+    """An unsaved HTTP endpoint watched since `created` and up at `end`, its last check
+    (generated data sets: their checks are written with SQL)."""
+    from monitoring.models import EndpointStatus
+
+    return http_endpoint(
+        project,
+        name,
+        target,
+        interval,
+        status=EndpointStatus.UP,
+        streak_ok=True,
+        streak_length=1,
+        streak_started_at=end,
+        watch_started_at=created,
+        last_checked_at=end,
+        created_at=created,
+        updated_at=created,
+    )
