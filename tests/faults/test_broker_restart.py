@@ -6,6 +6,7 @@ The batches queued at the kill are lost with Redis's memory; their endpoints are
 checked at the next claim. The test runs its own redis-server: the machine's is shared.
 """
 
+import math
 import time
 from datetime import timedelta
 
@@ -15,13 +16,16 @@ from django.db.models import Max
 from django.utils import timezone
 
 from monitoring.models import CheckResult, Endpoint
+from monitoring.scheduler import LOOKAHEAD
 from tests.faults.processes import POSTGRESQL_ONLY, wait_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), POSTGRESQL_ONLY]
 
 ENDPOINTS = 20
 INTERVAL = 6
-DOWN_SECONDS = INTERVAL + 1  # long enough for most endpoints to fall due
+# Long enough for every endpoint to fall due: a slot claimed just before the kill lies up to
+# the dispatcher's lookahead ahead, and its next one an interval after that.
+DOWN_SECONDS = INTERVAL + math.ceil(LOOKAHEAD.total_seconds()) + 1
 
 
 def test_beat_and_workers_recover_by_themselves_when_redis_restarts(
