@@ -15,6 +15,7 @@ from rest_framework import serializers
 
 from accounts.models import Invitation, Project, User
 from apikeys.models import ApiKey
+from monitoring.alerts.models import MaintenanceWindow, NotificationChannel
 from monitoring.models import Endpoint, Incident
 
 M = TypeVar("M", bound=models.Model)
@@ -67,5 +68,29 @@ def access_projects(caller: User, project_ids: Iterable[uuid.UUID]) -> list[Proj
     if missing:
         raise serializers.ValidationError(
             [f"Unknown project: {project_id}." for project_id in sorted(map(str, missing))]
+        )
+    return found
+
+
+def access_channel(caller: User, channel_id: object) -> NotificationChannel:
+    """A notification channel the caller can see (members: those touching their projects)."""
+    return _get_or_404(NotificationChannel.objects.visible_to(caller), channel_id)
+
+
+def access_maintenance_window(caller: User, window_id: object) -> MaintenanceWindow:
+    """A maintenance window the caller can see (members: those touching their projects)."""
+    return _get_or_404(MaintenanceWindow.objects.visible_to(caller), window_id)
+
+
+def access_endpoints(caller: User, endpoint_ids: Iterable[uuid.UUID]) -> list[Endpoint]:
+    """Endpoints by id for a request body; an id the caller cannot see is a validation error."""
+    wanted = set(endpoint_ids)
+    found = list(
+        Endpoint.objects.visible_to(caller).defer("target", "config").filter(pk__in=wanted)
+    )
+    missing = wanted - {endpoint.pk for endpoint in found}
+    if missing:
+        raise serializers.ValidationError(
+            [f"Unknown endpoint: {endpoint_id}." for endpoint_id in sorted(map(str, missing))]
         )
     return found

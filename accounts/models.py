@@ -272,6 +272,12 @@ class AuditAction(models.TextChoices):
     API_KEY_REVOKED = "api_key.revoked", "API key revoked"
     ENDPOINT_CREATED = "endpoint.created", "Endpoint created"
     ENDPOINT_DELETED = "endpoint.deleted", "Endpoint deleted"
+    CHANNEL_CREATED = "channel.created", "Notification channel created"
+    CHANNEL_UPDATED = "channel.updated", "Notification channel changed"
+    CHANNEL_DELETED = "channel.deleted", "Notification channel deleted"
+    MAINTENANCE_CREATED = "maintenance.created", "Maintenance window created"
+    MAINTENANCE_UPDATED = "maintenance.updated", "Maintenance window changed"
+    MAINTENANCE_DELETED = "maintenance.deleted", "Maintenance window deleted"
 
 
 class AuditEventQuerySet(models.QuerySet["AuditEvent"]):

@@ -1,0 +1,310 @@
+"""Notification channels, their deliveries and attempts, and maintenance windows."""
+
+import uuid
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+from accounts.models import Organization, Project, User
+from healthmon.encryption import EncryptedJSONField, EncryptedTextField
+from monitoring.models import Endpoint, Incident, visible_project_ids
+
+WEEK = timedelta(days=7)
+
+
+class ChannelKind(models.TextChoices):
+    """Where a channel sends: mail, or a URL that takes a JSON POST."""
+
+    EMAIL = "email", "Email"
+    WEBHOOK = "webhook", "Webhook (signed JSON)"
+    SLACK = "slack", "Slack incoming webhook"
+    TEAMS = "teams", "Microsoft Teams webhook"
+    DISCORD = "discord", "Discord webhook"
+
+
+# Addresses an email channel may list.
+MAX_ADDRESSES = 20
+URL_KINDS = frozenset(
+    {ChannelKind.WEBHOOK, ChannelKind.SLACK, ChannelKind.TEAMS, ChannelKind.DISCORD}
+)
+
+
+class ScopedQuerySet(models.QuerySet):
+    """Filters shared by channels and windows: both belong to an organization and may be
+    narrowed to some of its projects and endpoints."""
+
+    def for_org(self, organization: Organization) -> "ScopedQuerySet":
+        """Rows of one organization."""
+        return self.filter(organization=organization)
+
+    def visible_to(self, user: User) -> "ScopedQuerySet":
+        """Managers see all of their organization's; members those for the whole
+        organization or touching a project they can see."""
+        rows = self.for_org(user.organization)
+        if user.is_manager:
+            return rows
+        projects = visible_project_ids(user)
+        whole = Q(projects__isnull=True, endpoints__isnull=True)
+        touching = Q(projects__in=projects) | Q(endpoints__project_id__in=projects)
+        ids = rows.filter(whole | touching).values("pk")
+        return rows.filter(pk__in=ids)
+
+
+ScopeIds = tuple[set[uuid.UUID], set[uuid.UUID]]
+
+
+class Scoped(models.Model):
+    """What channels and windows share: an organization, and the projects and endpoints
+    they are narrowed to (none of either: the whole organization).
+
+    `scope_ids` (project ids, endpoint ids) is set by `load_scopes`, for many rows at once.
+    """
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+")
+    projects = models.ManyToManyField(Project, blank=True, related_name="+")
+    endpoints = models.ManyToManyField(Endpoint, blank=True, related_name="+")
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    scope_ids: ScopeIds
+
+    class Meta:
+        abstract = True
+
+    def covers(self, endpoint: Endpoint) -> bool:
+        """Whether it applies to an endpoint (by `scope_ids`; none covers the whole
+        organization)."""
+        projects, endpoints = self.scope_ids
+        if not projects and not endpoints:
+            return True
+        return endpoint.project_id in projects or endpoint.pk in endpoints
+
+
+def scopes_of(model: type[Scoped], ids: list[uuid.UUID]) -> dict[uuid.UUID, ScopeIds]:
+    """(project ids, endpoint ids) of each channel or window: two queries on the link tables,
+    which load neither projects nor endpoints (whose targets would be decrypted)."""
+    found: dict[uuid.UUID, ScopeIds] = {pk: (set(), set()) for pk in ids}
+    owner = f"{model._meta.model_name}_id"
+    for index, name in enumerate(("project_id", "endpoint_id")):
+        through: Any = getattr(model, name.removesuffix("_id") + "s").through
+        for pk, other in through.objects.filter(**{f"{owner}__in": ids}).values_list(owner, name):
+            found[pk][index].add(other)
+    return found
+
+
+def load_scopes(rows: Sequence[Scoped]) -> None:
+    """Set `scope_ids` on channels or windows (of one model), in two queries for all."""
+    if rows:
+        found = scopes_of(type(rows[0]), [row.pk for row in rows])
+        for row in rows:
+            row.scope_ids = found[row.pk]
+
+
+class NotificationChannel(Scoped):
+    """A destination for incident notifications.
+
+    `config` is encrypted at rest: webhook URLs of Slack, Teams and Discord are
+    credentials (anyone holding one can post), and so may a generic webhook's be.
+    `config_masked` is its displayable form. `secret` signs generic webhooks (HMAC-SHA256);
+    it is shown once, when the channel is created.
+    """
+
+    name = models.CharField(max_length=200)
+    kind = models.CharField(max_length=16, choices=ChannelKind.choices)
+    config = EncryptedJSONField(default=dict)
+    config_masked = models.JSONField(default=dict, editable=False)
+    secret = EncryptedTextField(blank=True, editable=False)
+    enabled = models.BooleanField(default=True)
+    # Deliveries that gave up in a row; at NOTIFY_FLAG_AFTER the channel is flagged as
+    # failing, and its deliveries get one attempt each until one succeeds.
+    consecutive_failures = models.PositiveIntegerField(default=0, editable=False)
+    failing_since = models.DateTimeField(null=True, blank=True, editable=False)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    objects = ScopedQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        indexes = [models.Index(fields=["organization", "created_at"], name="channel_org_idx")]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Recurrence(models.TextChoices):
+    """How a maintenance window repeats ("" = once)."""
+
+    ONCE = "", "Once"
+    WEEKLY = "weekly", "Weekly"
+
+
+class MaintenanceWindow(Scoped):
+    """Planned work: checks go on, incident notifications are held back, and downtime
+    inside the window counts in no uptime or SLA figure. A weekly window repeats every
+    seven days (in UTC) from its first occurrence, `starts_at` to `ends_at`."""
+
+    name = models.CharField(max_length=200, blank=True)
+    starts_at = models.DateTimeField()
+    ends_at = models.DateTimeField()
+    recurrence = models.CharField(
+        max_length=8, choices=Recurrence.choices, default=Recurrence.ONCE, blank=True
+    )
+
+    objects = ScopedQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["starts_at", "id"]
+        indexes = [models.Index(fields=["organization", "ends_at"], name="maintenance_org_idx")]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(ends_at__gt=models.F("starts_at")), name="maintenance_ends_after_start"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name or f"{self.starts_at:%Y-%m-%d %H:%M} to {self.ends_at:%Y-%m-%d %H:%M}"
+
+    def clean(self) -> None:
+        """It ends after it starts; a weekly one lasts less than a week."""
+        if self.starts_at and self.ends_at:
+            if self.ends_at <= self.starts_at:
+                raise ValidationError({"ends_at": "Must be after starts_at."})
+            if self.recurrence == Recurrence.WEEKLY and self.ends_at - self.starts_at >= WEEK:
+                raise ValidationError({"ends_at": "A weekly window lasts less than 7 days."})
+
+    def occurrences(self, start: datetime, end: datetime) -> list[tuple[datetime, datetime]]:
+        """Its occurrences that overlap [start, end), unclipped, in time order."""
+        length = self.ends_at - self.starts_at
+        if self.recurrence != Recurrence.WEEKLY:
+            first = self.starts_at if self.starts_at < end and self.ends_at > start else None
+            return [] if first is None else [(self.starts_at, self.ends_at)]
+        # The first occurrence that ends after `start`.
+        skipped = max(0, (start - self.ends_at) // WEEK + 1) if self.ends_at <= start else 0
+        found = []
+        moment = self.starts_at + skipped * WEEK
+        while moment < end:
+            if moment + length > start:
+                found.append((moment, moment + length))
+            moment += WEEK
+        return found
+
+    def next_start(self, now: datetime) -> datetime | None:
+        """The start of its next occurrence at or after now, if any."""
+        if self.starts_at >= now:
+            return self.starts_at
+        if self.recurrence != Recurrence.WEEKLY:
+            return None
+        weeks = -((self.starts_at - now) // WEEK)  # rounded up: at or after now
+        return self.starts_at + weeks * WEEK
+
+    def active_at(self, moment: datetime) -> bool:
+        """Whether an occurrence covers a moment."""
+        return bool(self.occurrences(moment, moment + timedelta(microseconds=1)))
+
+
+class DeliveryStatus(models.TextChoices):
+    """Where one notification to one channel stands."""
+
+    PENDING = "pending", "Pending (an attempt is due or running)"
+    DELIVERED = "delivered", "Delivered"
+    FAILED = "failed", "Failed (gave up)"
+    SUPPRESSED = "suppressed", "Suppressed (maintenance)"
+
+
+class NotificationEvent(models.TextChoices):
+    """What a notification tells."""
+
+    OPENED = "incident.opened", "Incident opened"
+    RESOLVED = "incident.resolved", "Incident resolved"
+    TEST = "test", "Test"
+
+
+class DeliveryQuerySet(models.QuerySet["Delivery"]):
+    """Reusable delivery filters."""
+
+    def due(self, now: datetime) -> "DeliveryQuerySet":
+        """Pending deliveries whose next attempt is due: neither waiting out a back-off nor
+        held while their task is queued or running."""
+        return self.filter(status=DeliveryStatus.PENDING, next_attempt_at__lte=now)
+
+    def visible_to(self, user: User) -> "DeliveryQuerySet":
+        """All for managers; for a member, tests and those about incidents in its projects
+        (an organization-wide channel also carries the other projects')."""
+        if user.is_manager:
+            return self
+        mine = Q(incident__endpoint__project_id__in=visible_project_ids(user))
+        return self.filter(Q(incident__isnull=True) | mine)
+
+
+class Delivery(models.Model):
+    """One event for one channel: the outbox row, written in the transaction that opens or
+    resolves the incident, so that no notification is lost between the two.
+
+    `event_id` is the idempotency key receivers see; it is derived from the incident and
+    the event, so it is the same on every attempt and for every channel.
+    """
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    channel = models.ForeignKey(
+        NotificationChannel, on_delete=models.CASCADE, related_name="deliveries"
+    )
+    event = models.CharField(max_length=32, choices=NotificationEvent.choices)
+    event_id = models.UUIDField()
+    incident = models.ForeignKey(
+        Incident, on_delete=models.CASCADE, null=True, blank=True, related_name="+"
+    )
+    occurred_at = models.DateTimeField()
+    payload = models.JSONField(default=dict, help_text="The event as sent (no secrets).")
+    status = models.CharField(
+        max_length=16, choices=DeliveryStatus.choices, default=DeliveryStatus.PENDING
+    )
+    attempts = models.PositiveSmallIntegerField(default=0)
+    # When the sweep may send it: the end of its back-off, or, while its task is queued or
+    # running, the end of that hold (a task the broker lost is sent again then).
+    next_attempt_at = models.DateTimeField(null=True, blank=True)
+    last_error = models.CharField(max_length=500, blank=True)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    delivered_at = models.DateTimeField(null=True, blank=True)
+
+    objects = DeliveryQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        verbose_name_plural = "deliveries"
+        constraints = [
+            models.UniqueConstraint(fields=["channel", "event_id"], name="delivery_once_per_event"),
+        ]
+        indexes = [
+            models.Index(fields=["channel", "created_at"], name="delivery_channel_idx"),
+            models.Index(
+                fields=["next_attempt_at"],
+                name="delivery_due_idx",
+                condition=Q(status="pending"),
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.event} → {self.channel_id} ({self.status})"
+
+
+class DeliveryAttempt(models.Model):
+    """One try at sending a delivery, with what came back."""
+
+    id = models.BigAutoField(primary_key=True)
+    delivery = models.ForeignKey(Delivery, on_delete=models.CASCADE, related_name="tries")
+    attempted_at = models.DateTimeField()
+    ok = models.BooleanField()
+    status_code = models.PositiveSmallIntegerField(null=True, blank=True)
+    error = models.CharField(max_length=500, blank=True)
+    duration_ms = models.FloatField()
+
+    class Meta:
+        ordering = ["attempted_at", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.delivery_id} at {self.attempted_at:%Y-%m-%d %H:%M:%S}"
