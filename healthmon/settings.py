@@ -305,6 +305,16 @@ PROBE_BATCH_SIZE = _int_between("PROBE_BATCH_SIZE", 200, 1, 5000)
 PROBE_CONCURRENCY = _int_between("PROBE_CONCURRENCY", 500, 1, 10_000)
 PROBE_THREADS = _int_between("PROBE_THREADS", 32, 1, 1000)
 
+# --- Notifications --------------------------------------------------------------------------
+# Webhooks connect through the probes' network policy above. A failed delivery is tried
+# again after NOTIFY_RETRY_BASE_SECONDS, then twice as long each time, up to
+# NOTIFY_MAX_ATTEMPTS attempts; NOTIFY_FLAG_AFTER deliveries given up in a row flag the
+# channel as failing (one attempt per delivery from then on, until one succeeds).
+NOTIFY_TIMEOUT_SECONDS = _int_between("NOTIFY_TIMEOUT_SECONDS", 10, 1, 60)
+NOTIFY_MAX_ATTEMPTS = _int_between("NOTIFY_MAX_ATTEMPTS", 6, 1, 20)
+NOTIFY_RETRY_BASE_SECONDS = _int_between("NOTIFY_RETRY_BASE_SECONDS", 30, 0, 3600)
+NOTIFY_FLAG_AFTER = _int_between("NOTIFY_FLAG_AFTER", 3, 1, 1000)
+
 # --- Analytics retention (days) -------------------------------------------------------------
 # Raw checks, then 5-minute and hourly rollups; daily rollups are kept forever.
 RAW_RETENTION_DAYS = _int_between("RAW_RETENTION_DAYS", 14, 1, 3660)
@@ -364,6 +374,11 @@ CELERY_BEAT_SCHEDULE = {
         "task": "monitoring.tasks.dispatch_due_checks",
         "schedule": 1.0,
         "options": {"expires": 5},
+    },
+    "dispatch-deliveries": {
+        "task": "monitoring.alerts.tasks.dispatch_deliveries",
+        "schedule": 5.0,
+        "options": {"expires": 10},
     },
     "apply-retention": {
         "task": "analytics.tasks.apply_retention",
@@ -457,4 +472,7 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
+    # urllib3 logs request lines at DEBUG, and a notification's URL path is a credential
+    # (Slack's, Discord's, Teams'): never below WARNING, whatever LOG_LEVEL says.
+    "loggers": {"urllib3": {"level": "WARNING"}},
 }

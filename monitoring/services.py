@@ -20,6 +20,7 @@ from accounts.audit import audit_record
 from accounts.models import AuditAction, Project
 from analytics.services import rollups_add
 from healthmon.db import update_each
+from monitoring.alerts.services import notifications_queue
 from monitoring.models import (
     CheckResult,
     Endpoint,
@@ -347,6 +348,7 @@ def _apply_outcomes(endpoints: dict[UUID, Endpoint], outcomes: Sequence[CheckOut
         if applied:
             changed.append(endpoint)
     ledger.write(changed)
+    notifications_queue(opened=ledger.opened, resolved=ledger.resolved, endpoints=endpoints)
 
 
 _STATE_FIELDS = [

@@ -1,0 +1,287 @@
+"""Sending notifications: one attempt at a time, the sweep that sends what is due, and
+test sends.
+
+Delivery guarantee: at least once. A delivery's task is queued when the transaction that
+wrote it commits, and a beat sweep (`deliveries_dispatch`) sends again whatever is due: a
+retry whose back-off is over, or a task the broker lost. A receiver may see an event twice;
+its `id` (the same on every attempt) lets it drop the repeat.
+
+Retries wait in the database, not in the broker: a Celery countdown of minutes would sit
+in a worker past the Redis visibility timeout and run twice.
+"""
+
+import hashlib
+import hmac
+import logging
+import time
+import uuid
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.core import mail
+from django.core.cache import cache
+from django.db import transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from accounts.models import MANAGER_ROLES, User
+from monitoring.alerts import messages
+from monitoring.alerts.models import (
+    ChannelKind,
+    Delivery,
+    DeliveryAttempt,
+    DeliveryStatus,
+    NotificationChannel,
+    NotificationEvent,
+)
+from monitoring.alerts.transport import MAX_ERROR_LENGTH, Sent, post_json
+from monitoring.models import Endpoint
+
+logger = logging.getLogger(__name__)
+SIGNATURE_HEADER = "X-Healthmon-Signature"
+EVENT_HEADER = "X-Healthmon-Event"
+ID_HEADER = "X-Healthmon-Delivery"
+# How long a queued or running delivery is held before the sweep may send it again.
+HOLD = timedelta(seconds=60)
+
+
+def signature(secret: str, body: bytes) -> str:
+    """The `X-Healthmon-Signature` value: `sha256=` and the hex HMAC of the raw body."""
+    return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+
+
+def queue(deliveries: Sequence[tuple[str, int]]) -> None:
+    """Queue a task per (delivery id, attempts made so far): the task makes the next."""
+    from monitoring.alerts.tasks import deliver  # tasks call this module's services
+
+    for pk, attempts in deliveries:
+        deliver.delay(pk, attempts)
+
+
+def deliveries_dispatch(*, now: datetime | None = None, limit: int = 500) -> int:
+    """Queue the deliveries that are due (beat runs this every few seconds), holding them
+    first so that two sweeps do not queue one twice."""
+    now = now or timezone.now()
+    with transaction.atomic():
+        due = [
+            (str(pk), attempts)
+            for pk, attempts in Delivery.objects.due(now)
+            .order_by("next_attempt_at")
+            .select_for_update(skip_locked=True)
+            .values_list("pk", "attempts")[:limit]
+        ]
+        Delivery.objects.filter(pk__in=[pk for pk, _ in due]).update(next_attempt_at=now + HOLD)
+        transaction.on_commit(lambda: queue(due))
+    return len(due)
+
+
+def _recipients(channel: NotificationChannel, delivery: Delivery) -> list[str]:
+    addresses = list(channel.config.get("addresses") or [])
+    if channel.config.get("to_members") and delivery.incident_id is not None:
+        project_id = Endpoint.objects.filter(incidents=delivery.incident_id).values("project_id")
+        members = User.objects.filter(organization_id=channel.organization_id, is_active=True)
+        members = members.filter(Q(role__in=MANAGER_ROLES) | Q(access__project_id__in=project_id))
+        addresses += list(members.values_list("email", flat=True))
+    return sorted(set(addresses))
+
+
+def _send_mail(channel: NotificationChannel, delivery: Delivery) -> Sent:
+    started = time.perf_counter()
+    document = delivery.payload
+    letters = [
+        mail.EmailMessage(messages.mail_subject(document), messages.mail_body(document), to=[to])
+        for to in _recipients(channel, delivery)
+    ]
+    try:
+        with mail.get_connection(timeout=settings.NOTIFY_TIMEOUT_SECONDS) as connection:
+            connection.send_messages(letters)
+    except OSError as exc:  # smtplib's errors are OSErrors
+        error = f"mail not sent: {type(exc).__name__}"
+        return Sent(False, None, error, (time.perf_counter() - started) * 1000)
+    return Sent(
+        bool(letters),
+        None,
+        "" if letters else "no recipients",
+        (time.perf_counter() - started) * 1000,
+    )
+
+
+def send_once(channel: NotificationChannel, delivery: Delivery) -> Sent:
+    """One attempt at a delivery, by the channel's kind."""
+    if channel.kind == ChannelKind.EMAIL:
+        return _send_mail(channel, delivery)
+    document = delivery.payload
+    headers = {EVENT_HEADER: delivery.event, ID_HEADER: str(delivery.event_id)}
+    if channel.kind == ChannelKind.WEBHOOK:
+        body = messages.encode(document)
+        headers[SIGNATURE_HEADER] = signature(channel.secret, body)
+    else:
+        body = messages.encode(messages.chat_body(channel.kind, document))
+    return post_json(channel.config["url"], body, headers, settings.NOTIFY_TIMEOUT_SECONDS)
+
+
+def delivery_attempt(*, delivery_id: uuid.UUID, made: int | None = None) -> str | None:
+    """Make the next attempt at a pending delivery and record it; returns its status
+    after, or None when this task is not the one to make it (`made`: the attempts made
+    when it was queued; a duplicate or late task finds more, and sends nothing).
+
+    A failure is tried again after an exponential back-off, up to NOTIFY_MAX_ATTEMPTS
+    (a channel flagged as failing gets one attempt). A delivery that gives up counts
+    against its channel; NOTIFY_FLAG_AFTER of them in a row flag it.
+    """
+    pending = Delivery.objects.filter(pk=delivery_id, status=DeliveryStatus.PENDING)
+    if made is None:
+        made = pending.values_list("attempts", flat=True).first()
+    now = timezone.now()
+    # The claim: counted before it is made, so an attempt whose worker dies mid-send
+    # counts too (a delivery that kills its workers is given up, not sent forever), and
+    # held while it runs, so the sweep leaves it alone.
+    if made is None or not pending.filter(attempts=made).update(
+        attempts=made + 1, next_attempt_at=now + HOLD
+    ):
+        return None
+    delivery = Delivery.objects.select_related("channel").get(pk=delivery_id)
+    return _record(delivery, _try(delivery), now)
+
+
+def _try(delivery: Delivery) -> Sent:
+    """One send, or why none was made; never raises, so every attempt is recorded."""
+    channel = delivery.channel
+    if not channel.enabled:
+        return Sent(False, None, "channel disabled", 0.0)
+    # Past the cap only when earlier attempts died mid-send. A channel flagged meanwhile
+    # still gets this attempt: `_record` gives up after it.
+    if delivery.attempts > settings.NOTIFY_MAX_ATTEMPTS:
+        return Sent(False, None, "given up: earlier attempts were cut off", 0.0)
+    return _send_safely(channel, delivery)
+
+
+def _send_safely(channel: NotificationChannel, delivery: Delivery) -> Sent:
+    """`send_once`, an unexpected error recorded as a failed attempt rather than raised:
+    a bug must not leave a delivery pending forever or answer a test with a 500."""
+    try:
+        return send_once(channel, delivery)
+    except Exception as exc:
+        # The type only: the message or the traceback's locals could hold the URL.
+        logger.error("delivery %s: sending raised %s", delivery.pk, type(exc).__name__)
+        return Sent(False, None, f"internal error ({type(exc).__name__})", 0.0)
+
+
+def _attempt_limit(channel: NotificationChannel) -> int:
+    """Attempts a delivery gets: one on a channel flagged as failing (or turned off)."""
+    return 1 if channel.failing_since or not channel.enabled else settings.NOTIFY_MAX_ATTEMPTS
+
+
+@transaction.atomic
+def _record(delivery: Delivery, sent: Sent, at: datetime) -> str:
+    _store_attempt(delivery, sent, at)
+    channel = delivery.channel
+    attempts = delivery.attempts
+    if sent.ok:
+        changes: dict[str, Any] = {
+            "status": DeliveryStatus.DELIVERED,
+            "delivered_at": timezone.now(),
+            "next_attempt_at": None,
+        }
+        _clear_failures(channel.pk)
+    elif attempts >= _attempt_limit(channel):
+        changes = {"status": DeliveryStatus.FAILED, "next_attempt_at": None}
+        if channel.enabled:  # a channel turned off is not failing
+            _count_failure(channel, at)
+    else:
+        wait = _backoff(attempts, settings.NOTIFY_RETRY_BASE_SECONDS)
+        changes = {"next_attempt_at": timezone.now() + wait}
+    changes["last_error"] = sent.error[:MAX_ERROR_LENGTH]
+    # Only a delivery still pending moves: a duplicate task that finished first wins.
+    Delivery.objects.filter(pk=delivery.pk, status=DeliveryStatus.PENDING).update(**changes)
+    return str(changes.get("status", DeliveryStatus.PENDING))
+
+
+def _backoff(attempt: int, base: float, cap: float = 3600.0) -> timedelta:
+    """The wait after a failed attempt: base, twice it, four times, ... (capped)."""
+    return timedelta(seconds=min(cap, base * 2 ** (attempt - 1)))
+
+
+def _clear_failures(channel_id: uuid.UUID) -> None:
+    """A success: the channel works. Written only when there is something to clear, so
+    that workers delivering to one channel do not all rewrite its row."""
+    clean = Q(consecutive_failures=0, failing_since__isnull=True)
+    NotificationChannel.objects.filter(pk=channel_id).exclude(clean).update(
+        consecutive_failures=0, failing_since=None
+    )
+
+
+def _count_failure(channel: NotificationChannel, at: datetime) -> None:
+    """One more delivery given up; the channel is flagged once they keep coming."""
+    NotificationChannel.objects.filter(pk=channel.pk).update(
+        consecutive_failures=F("consecutive_failures") + 1
+    )
+    NotificationChannel.objects.filter(
+        pk=channel.pk,
+        failing_since__isnull=True,
+        consecutive_failures__gte=settings.NOTIFY_FLAG_AFTER,
+    ).update(failing_since=at)
+
+
+TEST_COOLDOWN_SECONDS = 5
+
+
+class TestTooSoon(Exception):
+    """A channel was tested less than TEST_COOLDOWN_SECONDS ago."""
+
+    wait = TEST_COOLDOWN_SECONDS
+
+
+def channel_test(*, channel: NotificationChannel) -> Delivery:
+    """Send a test event now, once, and record it like any delivery (with its attempt).
+
+    At most once per TEST_COOLDOWN_SECONDS per channel, whoever asks (API or page): a
+    test must not turn the service into a traffic generator pointed at someone's URL.
+    """
+    if not cache.add(f"channel-test:{channel.pk}", 1, timeout=TEST_COOLDOWN_SECONDS):
+        raise TestTooSoon
+    now = timezone.now()
+    key = uuid.uuid4()
+    document = messages.event_document(
+        event=NotificationEvent.TEST,
+        event_id=key,
+        occurred_at=now,
+        incident=None,
+        endpoint=None,
+        project_name="",
+    )
+    # Stored as failed until the attempt says otherwise: a test is never retried.
+    delivery = Delivery.objects.create(
+        channel=channel,
+        event=NotificationEvent.TEST,
+        event_id=key,
+        occurred_at=now,
+        payload=document,
+        status=DeliveryStatus.FAILED,
+        attempts=1,
+        last_error="not sent",
+    )
+    sent = _send_safely(channel, delivery)
+    _store_attempt(delivery, sent, now)
+    Delivery.objects.filter(pk=delivery.pk).update(
+        status=DeliveryStatus.DELIVERED if sent.ok else DeliveryStatus.FAILED,
+        last_error=sent.error[:MAX_ERROR_LENGTH],
+        delivered_at=timezone.now() if sent.ok else None,
+    )
+    if sent.ok:
+        _clear_failures(channel.pk)
+    delivery.refresh_from_db()
+    return delivery
+
+
+def _store_attempt(delivery: Delivery, sent: Sent, at: datetime) -> None:
+    DeliveryAttempt.objects.create(
+        delivery=delivery,
+        attempted_at=at,
+        ok=sent.ok,
+        status_code=sent.status_code,
+        error=sent.error[:MAX_ERROR_LENGTH],
+        duration_ms=sent.duration_ms,
+    )

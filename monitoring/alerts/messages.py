@@ -1,0 +1,139 @@
+"""What notifications say: the event document webhooks receive, and its renderings for
+chat webhooks and mail. Each names the endpoint, its project, the cause and a link to
+the endpoint's page; a resolution also says how long the incident lasted."""
+
+import json
+from datetime import datetime
+from typing import Any
+
+from django.conf import settings
+from django.urls import reverse
+
+from monitoring.alerts.models import ChannelKind, NotificationEvent
+from monitoring.models import Endpoint, Incident
+
+
+def endpoint_link(endpoint_id: object) -> str:
+    """The absolute URL of an endpoint's dashboard page."""
+    return settings.WEB_BASE_URL + reverse("endpoint", kwargs={"endpoint_id": endpoint_id})
+
+
+def _incident(incident: Incident) -> dict[str, Any]:
+    return {
+        "id": str(incident.pk),
+        "endpoint": str(incident.endpoint_id),
+        "started_at": incident.started_at.isoformat(),
+        "resolved_at": incident.resolved_at.isoformat() if incident.resolved_at else None,
+        "duration_seconds": incident.duration_seconds,
+        "cause": incident.cause,
+    }
+
+
+def event_document(
+    *,
+    event: str,
+    event_id: object,
+    occurred_at: datetime,
+    incident: Incident | None,
+    endpoint: Endpoint | None,
+    project_name: str,
+) -> dict[str, Any]:
+    """The event as webhooks receive it: `{event, id, occurred_at, incident, endpoint,
+    project}` (the endpoint without its target, which may hold credentials)."""
+    return {
+        "event": event,
+        "id": str(event_id),
+        "occurred_at": occurred_at.isoformat(),
+        "incident": _incident(incident) if incident else None,
+        "endpoint": None
+        if endpoint is None
+        else {
+            "id": str(endpoint.pk),
+            "name": endpoint.name,
+            "type": endpoint.type,
+            "url": endpoint_link(endpoint.pk),
+        },
+        "project": None
+        if endpoint is None
+        else {"id": str(endpoint.project_id), "name": project_name},
+    }
+
+
+def encode(document: dict[str, Any]) -> bytes:
+    """The exact bytes sent (and signed): compact, keys in a fixed order."""
+    return json.dumps(document, separators=(",", ":"), sort_keys=True).encode()
+
+
+def duration_text(seconds: float) -> str:
+    """`1 h 4 min`, `3 min 20 s`, `12 s`."""
+    whole = round(seconds)
+    parts: list[str] = []
+    for unit, size in (("d", 86_400), ("h", 3600), ("min", 60), ("s", 1)):
+        if whole >= size or (unit == "s" and not parts):
+            parts.append(f"{whole // size} {unit}")
+            whole %= size
+    return " ".join(parts[:2])
+
+
+def headline(document: dict[str, Any]) -> str:
+    """One line: what happened to what."""
+    if document["event"] == NotificationEvent.TEST:
+        return "healthmon test notification: this channel works."
+    endpoint, project = document["endpoint"], document["project"]
+    where = f"{endpoint['name']} ({project['name']})"
+    if document["event"] == NotificationEvent.OPENED:
+        return f"DOWN: {where}"
+    duration = document["incident"]["duration_seconds"] or 0
+    return f"RECOVERED: {where} after {duration_text(duration)}"
+
+
+def details(document: dict[str, Any]) -> list[str]:
+    """The lines under the headline."""
+    if document["event"] == NotificationEvent.TEST:
+        return [f"Sent at {document['occurred_at']}."]
+    incident = document["incident"]
+    lines = [f"Cause: {incident['cause'] or 'unknown'}", f"Since: {incident['started_at']}"]
+    if incident["resolved_at"]:
+        lines += [
+            f"Resolved: {incident['resolved_at']}",
+            f"Duration: {duration_text(incident['duration_seconds'] or 0)}",
+        ]
+    return [*lines, document["endpoint"]["url"]]
+
+
+def chat_body(kind: str, document: dict[str, Any]) -> dict[str, Any]:
+    """The JSON a Slack, Teams (Workflows) or Discord incoming webhook takes."""
+    title, lines = headline(document), details(document)
+    if kind == ChannelKind.SLACK:
+        return {"text": "\n".join([f"*{title}*", *lines])}
+    if kind == ChannelKind.DISCORD:
+        # Discord caps content at 2,000 characters; mentions in names must not ping anyone.
+        return {
+            "content": "\n".join([f"**{title}**", *lines])[:2000],
+            "allowed_mentions": {"parse": []},
+        }
+    card = {
+        "type": "AdaptiveCard",
+        "$schema": "http://adaptivecards.io/schemas/adaptive-card.json",
+        "version": "1.4",
+        "body": [
+            {"type": "TextBlock", "text": title, "weight": "Bolder", "wrap": True},
+            *({"type": "TextBlock", "text": line, "wrap": True} for line in lines),
+        ],
+    }
+    return {
+        "type": "message",
+        "attachments": [
+            {"contentType": "application/vnd.microsoft.card.adaptive", "content": card}
+        ],
+    }
+
+
+def mail_subject(document: dict[str, Any]) -> str:
+    """A one-line subject (names cannot break it: mail headers take no newlines)."""
+    return " ".join(f"[healthmon] {headline(document)}".split())
+
+
+def mail_body(document: dict[str, Any]) -> str:
+    """A plain-text body."""
+    return "\n".join([headline(document), "", *details(document), ""])

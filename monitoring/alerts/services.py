@@ -1,0 +1,327 @@
+"""Alert writes: channels, maintenance windows, and the outbox of notifications that
+incidents raise (sending them is `delivery`'s).
+
+The delivery rows are written in the transaction that opens or resolves the incident, and
+their tasks queued when it commits: no notification is lost between the two.
+"""
+
+import secrets
+import uuid
+from collections import defaultdict
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import Any
+from urllib.parse import urlsplit
+
+from django.db import transaction
+from django.utils import timezone
+
+from accounts.audit import audit_record
+from accounts.models import AuditAction, Organization, Project
+from monitoring.alerts import messages
+from monitoring.alerts.delivery import HOLD, queue
+from monitoring.alerts.maintenance import maintenance_intervals
+from monitoring.alerts.models import (
+    URL_KINDS,
+    ChannelKind,
+    Delivery,
+    DeliveryStatus,
+    MaintenanceWindow,
+    NotificationChannel,
+    NotificationEvent,
+    load_scopes,
+)
+from monitoring.models import Endpoint, Incident
+from monitoring.targets import MASK
+
+_EVENT_NAMESPACE = uuid.UUID("4f1c3a52-6c2e-4d0a-9a57-8f0b7e9e2d11")
+
+
+# --- channels ---------------------------------------------------------------------------------
+
+
+def mask_channel_config(kind: str, config: dict[str, Any]) -> dict[str, Any]:
+    """The config as shown: a URL's path and query (where webhook credentials live) as ****."""
+    if kind not in URL_KINDS:
+        return dict(config)
+    parts = urlsplit(config["url"])
+    shown = f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}"
+    if parts.path not in ("", "/") or parts.query:
+        shown += f"/{MASK}"
+    return {**config, "url": shown}
+
+
+@transaction.atomic
+def channel_create(
+    *,
+    organization: Organization,
+    name: str,
+    kind: str,
+    config: dict[str, Any],
+    projects: Sequence[Project] = (),
+    endpoints: Sequence[Endpoint] = (),
+    enabled: bool = True,
+) -> NotificationChannel:
+    """Create a channel; a webhook gets a signing secret (readable once, as `secret`)."""
+    channel = NotificationChannel(
+        organization=organization,
+        name=name,
+        kind=kind,
+        config=config,
+        config_masked=mask_channel_config(kind, config),
+        enabled=enabled,
+        secret=secrets.token_urlsafe(32) if kind == ChannelKind.WEBHOOK else "",
+    )
+    channel.save(force_insert=True)
+    channel.projects.set(projects)
+    channel.endpoints.set(endpoints)
+    audit_record(
+        action=AuditAction.CHANNEL_CREATED,
+        organization_id=organization.pk,
+        target=channel,
+        details={"kind": kind},
+    )
+    return channel
+
+
+@transaction.atomic
+def channel_delete(*, channel: NotificationChannel) -> None:
+    """Delete a channel with its delivery history, in the audit log."""
+    audit_record(
+        action=AuditAction.CHANNEL_DELETED,
+        organization_id=channel.organization_id,
+        target=channel,
+        details={"kind": channel.kind},
+    )
+    channel.delete()
+
+
+@transaction.atomic
+def channel_update(*, channel: NotificationChannel, **changes: Any) -> NotificationChannel:
+    """Change a channel. Turning it on again, or a new destination, clears the failing flag:
+    the cause may be fixed."""
+    projects, endpoints = changes.pop("projects", None), changes.pop("endpoints", None)
+    # `config` is read only when it is being changed: reading it decrypts it (and loads it,
+    # when the caller deferred it, as the admin does).
+    fresh = ("config" in changes and changes["config"] != channel.config) or (
+        changes.get("enabled") and not channel.enabled
+    )
+    for name, value in changes.items():
+        setattr(channel, name, value)
+    fields = {*changes, "updated_at"}
+    channel.updated_at = timezone.now()
+    if "config" in changes:
+        channel.config_masked = mask_channel_config(channel.kind, channel.config)
+        fields.add("config_masked")
+    if fresh:
+        channel.consecutive_failures, channel.failing_since = 0, None
+        fields |= {"consecutive_failures", "failing_since"}
+    channel.save(update_fields=sorted(fields))
+    if projects is not None:
+        channel.projects.set(projects)
+    if endpoints is not None:
+        channel.endpoints.set(endpoints)
+    # Which fields changed, never their values: a config holds the destination's credentials.
+    scope = [
+        name
+        for name, value in (("projects", projects), ("endpoints", endpoints))
+        if value is not None
+    ]
+    audit_record(
+        action=AuditAction.CHANNEL_UPDATED,
+        organization_id=channel.organization_id,
+        target=channel,
+        details={"fields": sorted([*changes, *scope])},
+    )
+    return channel
+
+
+@transaction.atomic
+def maintenance_window_save(
+    *,
+    window: MaintenanceWindow,
+    projects: Sequence[Project] | None = None,
+    endpoints: Sequence[Endpoint] | None = None,
+    **fields: Any,
+) -> MaintenanceWindow:
+    """Create or change a maintenance window (None: leave that scope as it is)."""
+    for name, value in fields.items():
+        setattr(window, name, value)
+    window.full_clean(exclude=["organization", "projects", "endpoints"])
+    created = window._state.adding
+    window.save()
+    if projects is not None:
+        window.projects.set(projects)
+    if endpoints is not None:
+        window.endpoints.set(endpoints)
+    audit_record(
+        action=AuditAction.MAINTENANCE_CREATED if created else AuditAction.MAINTENANCE_UPDATED,
+        organization_id=window.organization_id,
+        target=window,
+        details=_window_details(window),
+    )
+    return window
+
+
+@transaction.atomic
+def maintenance_window_delete(*, window: MaintenanceWindow) -> None:
+    """Delete a maintenance window, in the audit log (a window silences notifications)."""
+    audit_record(
+        action=AuditAction.MAINTENANCE_DELETED,
+        organization_id=window.organization_id,
+        target=window,
+        details=_window_details(window),
+    )
+    window.delete()
+
+
+def _window_details(window: MaintenanceWindow) -> dict[str, Any]:
+    return {
+        "starts_at": window.starts_at.isoformat(),
+        "ends_at": window.ends_at.isoformat(),
+        "recurrence": window.recurrence or None,
+    }
+
+
+# --- events -----------------------------------------------------------------------------------
+
+
+def event_key(incident_id: object, event: str) -> uuid.UUID:
+    """The idempotency key of an incident's event: the same wherever and however often it
+    is computed, so a duplicate outbox write is refused by the unique constraint."""
+    return uuid.uuid5(_EVENT_NAMESPACE, f"{incident_id}:{event}")
+
+
+def _channels_by_org(org_ids: set[uuid.UUID]) -> dict[uuid.UUID, list[NotificationChannel]]:
+    """Enabled channels of the organizations, by organization, with their scopes loaded."""
+    channels = list(NotificationChannel.objects.filter(organization_id__in=org_ids, enabled=True))
+    if not channels:
+        return {}
+    load_scopes(channels)
+    found: dict[uuid.UUID, list[NotificationChannel]] = defaultdict(list)
+    for channel in channels:
+        found[channel.organization_id].append(channel)
+    return found
+
+
+def notifications_queue(
+    *,
+    opened: Sequence[Incident],
+    resolved: Sequence[Incident],
+    endpoints: dict[uuid.UUID, Endpoint],
+) -> int:
+    """Write a delivery per channel for each incident opened or resolved, and queue them
+    once the transaction commits. Called by `checks_record`, inside its transaction.
+
+    Nothing is sent for an endpoint in maintenance: its deliveries are stored as
+    suppressed, and so is the resolution of an incident whose opening was. Returns the
+    deliveries written. No query runs when no incident moved.
+    """
+    events = [(i, NotificationEvent.OPENED) for i in opened]
+    events += [(i, NotificationEvent.RESOLVED) for i in resolved]
+    if not events:
+        return 0
+    now = timezone.now()
+    rows_of = Project.objects.filter(
+        pk__in={endpoints[i.endpoint_id].project_id for i, _ in events}
+    )
+    found = list(rows_of.values_list("pk", "organization_id", "name"))
+    projects = {pk: org for pk, org, _ in found}
+    names = {pk: name for pk, _, name in found}
+    channels = _channels_by_org(set(projects.values()))
+    # Each event with the channels covering its endpoint; events nobody hears of are dropped.
+    heard = [
+        (incident, event, covering)
+        for incident, event in events
+        if (covering := _covering(channels, projects, endpoints[incident.endpoint_id]))
+    ]
+    if not heard:
+        return 0
+    held = _held_back([(i, e) for i, e, _ in heard], endpoints)
+    rows = []
+    for incident, event, covering in heard:
+        endpoint = endpoints[incident.endpoint_id]
+        key = event_key(incident.pk, event)
+        document = messages.event_document(
+            event=event,
+            event_id=key,
+            occurred_at=now,
+            incident=incident,
+            endpoint=endpoint,
+            project_name=names[endpoint.project_id],
+        )
+        suppressed = (incident.pk, event) in held
+        rows += [_delivery(c, event, key, incident, now, document, suppressed) for c in covering]
+    stored = Delivery.objects.bulk_create(rows, ignore_conflicts=True)
+    pending = [(str(d.pk), 0) for d in stored if d.status == DeliveryStatus.PENDING]
+    if pending:
+        transaction.on_commit(lambda: queue(pending))
+    return len(stored)
+
+
+def _covering(
+    channels: dict[uuid.UUID, list[NotificationChannel]],
+    projects: dict[uuid.UUID, uuid.UUID],
+    endpoint: Endpoint,
+) -> list[NotificationChannel]:
+    """The channels of the endpoint's organization whose scope covers it."""
+    mine = channels.get(projects[endpoint.project_id], [])
+    return [channel for channel in mine if channel.covers(endpoint)]
+
+
+def _event_time(incident: Incident, event: str) -> datetime:
+    """When the event happened: the incident's start, or its end."""
+    moment = incident.started_at if event == NotificationEvent.OPENED else incident.resolved_at
+    return moment or incident.started_at
+
+
+def _held_back(
+    events: Sequence[tuple[Incident, str]], endpoints: dict[uuid.UUID, Endpoint]
+) -> set[tuple[uuid.UUID, str]]:
+    """(incident id, event) of the events maintenance holds back: those that happened
+    inside a window of their endpoint (judged at their own time, not at ingest's), and
+    the resolution of an incident whose opening was held back."""
+    times = [_event_time(incident, event) for incident, event in events]
+    involved = list({i.endpoint_id: endpoints[i.endpoint_id] for i, _ in events}.values())
+    intervals = maintenance_intervals(involved, min(times), max(times) + timedelta(microseconds=1))
+    held = {
+        (incident.pk, event)
+        for (incident, event), moment in zip(events, times, strict=True)
+        if any(s <= moment < e for s, e in intervals.get(incident.endpoint_id, ()))
+    }
+    resolved = [i for i, event in events if event == NotificationEvent.RESOLVED]
+    return held | {(pk, NotificationEvent.RESOLVED) for pk in _suppressed_openings(resolved)}
+
+
+def _suppressed_openings(resolved: Sequence[Incident]) -> set[uuid.UUID]:
+    """Incidents among these whose opening was held back by maintenance."""
+    if not resolved:
+        return set()
+    # By incident (an indexed foreign key): the deliveries table only grows.
+    held = Delivery.objects.filter(
+        incident_id__in=[i.pk for i in resolved],
+        event=NotificationEvent.OPENED,
+        status=DeliveryStatus.SUPPRESSED,
+    )
+    return set(held.values_list("incident_id", flat=True))
+
+
+def _delivery(
+    channel: NotificationChannel,
+    event: str,
+    key: uuid.UUID,
+    incident: Incident,
+    now: datetime,
+    document: dict[str, Any],
+    suppressed: bool,
+) -> Delivery:
+    return Delivery(
+        channel=channel,
+        event=event,
+        event_id=key,
+        incident=incident,
+        occurred_at=now,
+        payload=document,
+        status=DeliveryStatus.SUPPRESSED if suppressed else DeliveryStatus.PENDING,
+        next_attempt_at=None if suppressed else now + HOLD,
+    )
