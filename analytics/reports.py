@@ -235,7 +235,8 @@ def _spread(
 def availability(
     items: Items, window: Window, bucket: str, now: datetime, reads: Reads | None = None
 ) -> list[dict[str, Any]]:
-    """Per item: uptime % per bucket and the incidents inside the window."""
+    """Per item: uptime % per bucket, and the incidents and maintenance inside the window
+    (maintenance counts as neither up nor down time)."""
     width = BUCKETS[bucket]
     covered = (reads or Reads(items, now)).coverage(window)
     starts = list(window.buckets(width))
@@ -260,6 +261,11 @@ def availability(
                     for i, start in enumerate(starts)
                 ],
                 "incidents": [i for i in incidents if i["endpoint"] in members],
+                "maintenance": [
+                    {"endpoint": e.pk, "starts_at": start, "ends_at": end}
+                    for e in endpoints
+                    for start, end in covered[e.pk].maintenance
+                ],
             }
         )
     return rows

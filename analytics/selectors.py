@@ -2,7 +2,8 @@
 
 Latency and rates come from rollups (a range is tiled by the coarsest rows that fit it);
 uptime comes from incidents: downtime is incident time inside the window, over the time
-the endpoint was watched in it (before creation and while paused do not count).
+the endpoint was watched in it (before creation, while paused and during maintenance
+windows do not count).
 """
 
 import itertools
@@ -20,6 +21,7 @@ from analytics import histogram
 from analytics.latency import Latency
 from analytics.models import Rollup
 from analytics.windows import BUCKETS, Window, floor, tiles
+from monitoring.alerts.maintenance import maintenance_intervals
 from monitoring.models import (
     SLA_TIERS,
     Endpoint,
@@ -168,10 +170,12 @@ Interval = tuple[datetime, datetime]
 
 @dataclass
 class Coverage:
-    """When an endpoint was watched within a window, and when it was down."""
+    """When an endpoint was watched within a window, when it was down, and when it was in
+    maintenance (not watched: its downtime counts in no uptime or SLA figure)."""
 
     watched: list[Interval] = field(default_factory=list)
     down: list[Interval] = field(default_factory=list)
+    maintenance: list[Interval] = field(default_factory=list)
 
     def seconds(self, within: Window | None = None) -> tuple[float, float]:
         """(watched, down) seconds, optionally restricted to a sub-window."""
@@ -179,7 +183,11 @@ class Coverage:
 
     def clipped(self, window: Window) -> "Coverage":
         """The coverage of a sub-window: what `coverage` answers for that window."""
-        return Coverage(_clip(self.watched, window), _clip(self.down, window))
+        return Coverage(
+            _clip(self.watched, window),
+            _clip(self.down, window),
+            _clip(self.maintenance, window),
+        )
 
 
 def _length(intervals: Iterable[Interval], within: Window | None) -> float:
@@ -198,17 +206,45 @@ def _clip(intervals: Iterable[Interval], window: Window) -> list[Interval]:
 
 
 def _intersect(first: list[Interval], second: list[Interval]) -> list[Interval]:
-    out = []
-    for a_start, a_end in first:
-        for b_start, b_end in second:
-            start, end = max(a_start, b_start), min(a_end, b_end)
-            if end > start:
-                out.append((start, end))
+    """The overlaps of two lists of disjoint intervals, in one pass over both sorted: an
+    endpoint with hundreds of incidents and of maintenance pieces stays linear."""
+    a, b = sorted(first), sorted(second)
+    out, i, j = [], 0, 0
+    while i < len(a) and j < len(b):
+        start, end = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
+        if end > start:
+            out.append((start, end))
+        if a[i][1] <= b[j][1]:
+            i += 1
+        else:
+            j += 1
+    return out
+
+
+def _minus(intervals: list[Interval], holes: list[Interval]) -> list[Interval]:
+    """The parts of the intervals outside every hole, both sorted and disjoint, in one pass
+    over each. (`windows.subtract_intervals` rebuilds its pieces for every hole: with the
+    ~200 weekly maintenance pieces of a month it made a 50-endpoint SLA page 12x slower.)"""
+    out: list[Interval] = []
+    j = 0
+    for start, end in intervals:
+        while j < len(holes) and holes[j][1] <= start:
+            j += 1
+        k = j
+        while k < len(holes) and holes[k][0] < end:
+            low, high = holes[k]
+            if low > start:
+                out.append((start, low))
+            start = max(start, high)
+            k += 1
+        if end > start:
+            out.append((start, end))
     return out
 
 
 def coverage(endpoints: Sequence[Endpoint], window: Window, now: datetime) -> dict[UUID, Coverage]:
-    """Watched and down intervals of each endpoint inside the window (two queries)."""
+    """Watched, down and maintenance intervals of each endpoint inside the window (three
+    queries; two more when the organization has maintenance windows then)."""
     window = Window(window.start, min(window.end, now))
     if window.end <= window.start:
         return {endpoint.pk: Coverage() for endpoint in endpoints}
@@ -231,11 +267,14 @@ def coverage(endpoints: Sequence[Endpoint], window: Window, now: datetime) -> di
         .values_list("endpoint_id", "started_at", "resolved_at")
     ):
         down[endpoint_id].append((started_at, resolved_at or now))
+    maintenance = maintenance_intervals(endpoints, window.start, window.end)
     result = {}
     for endpoint in endpoints:
         watched = _clip(_watched(endpoint, pauses[endpoint.pk], now), window)
+        held = _intersect(maintenance.get(endpoint.pk, []), watched)
+        watched = _minus(watched, held)
         result[endpoint.pk] = Coverage(
-            watched, _intersect(_clip(down[endpoint.pk], window), watched)
+            watched, _intersect(_clip(down[endpoint.pk], window), watched), held
         )
     return result
 

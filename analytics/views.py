@@ -94,6 +94,7 @@ def endpoint_page(request: HttpRequest, endpoint_id: str) -> HttpResponse:
         "availability_chart": charts.availability_chart(
             data["availability"]["buckets"],
             data["availability"]["incidents"],
+            maintenance=data["availability"]["maintenance"],
             start=window.start,
             end=window.end,
             title=f"Availability of {endpoint.name}",

@@ -104,13 +104,14 @@ def _within_retention(spans: list[Span], now: datetime) -> list[Span]:
     covered: list[tuple[datetime, datetime]] = []
     for tier in reversed(TIERS):
         mine = sorted((start, end) for t, start, end in moved if t is tier)
-        for start, end in _merge(mine):
-            result += [(tier, s, e) for s, e in _subtract(start, end, covered)]
+        for start, end in merge_intervals(mine):
+            result += [(tier, s, e) for s, e in subtract_intervals(start, end, covered)]
         covered += mine
     return sorted(result, key=lambda span: span[1])
 
 
-def _merge(intervals: list[tuple[datetime, datetime]]) -> list[tuple[datetime, datetime]]:
+def merge_intervals(intervals: list[tuple[datetime, datetime]]) -> list[tuple[datetime, datetime]]:
+    """Sorted intervals with the overlapping and touching ones joined."""
     merged: list[tuple[datetime, datetime]] = []
     for start, end in intervals:
         if merged and start <= merged[-1][1]:
@@ -120,7 +121,7 @@ def _merge(intervals: list[tuple[datetime, datetime]]) -> list[tuple[datetime, d
     return merged
 
 
-def _subtract(
+def subtract_intervals(
     start: datetime, end: datetime, covered: list[tuple[datetime, datetime]]
 ) -> list[tuple[datetime, datetime]]:
     """The parts of [start, end) outside every covered interval."""

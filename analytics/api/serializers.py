@@ -90,13 +90,21 @@ class _AvailabilityBucket(S):
     downtime_s = serializers.FloatField()
 
 
+class _Maintenance(S):
+    endpoint = serializers.UUIDField()
+    starts_at = serializers.DateTimeField()
+    ends_at = serializers.DateTimeField()
+
+
 class AvailabilitySerializer(_Identity):
-    """Uptime per bucket and the downtime incidents inside the range."""
+    """Uptime per bucket, the downtime incidents and the maintenance inside the range
+    (clipped to it; maintenance counts as neither up nor down time)."""
 
     uptime = serializers.FloatField(**_UPTIME)
     downtime_s = serializers.FloatField()
     buckets = _AvailabilityBucket(many=True)
     incidents = _Incident(many=True)
+    maintenance = _Maintenance(many=True)
 
 
 class _ErrorPoint(S):

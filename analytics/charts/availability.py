@@ -25,6 +25,7 @@ UP_AT = 99.9
 DEGRADED_AT = 95.0
 LEVEL_FILL = {"up": PALETTE[2], "degraded": PALETTE[1], "down": PALETTE[5], "nodata": "#999"}
 INCIDENT_FILL = PALETTE[3]
+MAINTENANCE_FILL = "#6b6bd6"
 
 AVAILABILITY_KEYS = (
     Key(f"\u2265 {UP_AT:g}%", "up", LEVEL_FILL["up"], box=True),
@@ -32,6 +33,7 @@ AVAILABILITY_KEYS = (
     Key(f"< {DEGRADED_AT:g}%", "down", LEVEL_FILL["down"], box=True),
     Key("no data", "nodata", LEVEL_FILL["nodata"], box=True),
     Key("incident", "incident", INCIDENT_FILL, box=True),
+    Key("maintenance", "maintenance", MAINTENANCE_FILL, box=True),
 )
 
 
@@ -91,6 +93,22 @@ def _incident_band(frame: Frame, incident: Point) -> str:
     return tag("rect", title, cls="incident", data_incident=str(incident["id"]), **box, **paint)
 
 
+def _maintenance_band(frame: Frame, held: Point) -> str:
+    """A hatched-looking band under the incidents: time that counts in no figure."""
+    s, e = held["starts_at"].timestamp(), held["ends_at"].timestamp()
+    x0, x1 = frame.x(max(s, frame.t0)), frame.x(min(e, frame.t1))
+    x1 = max(x1, x0 + 2)
+    box = box_attrs(x0, frame.top, x1 - x0, frame.bottom - frame.top)
+    paint = {
+        "fill": MAINTENANCE_FILL,
+        "fill_opacity": "0.2",
+        "stroke": MAINTENANCE_FILL,
+        "stroke_dasharray": "4 3",
+    }
+    text = f"Maintenance from {when(s)} UTC to {when(e)} UTC ({duration(e - s)}): not counted"
+    return tag("rect", title_tag(text), cls="maintenance", **box, **paint)
+
+
 def _availability_desc(
     title: str, span: Span, buckets: Sequence[Point], incidents: Sequence[Point]
 ) -> str:
@@ -114,6 +132,7 @@ def availability_chart(
     buckets: Sequence[Point],
     incidents: Sequence[Point],
     *,
+    maintenance: Sequence[Point] = (),
     start: datetime,
     end: datetime,
     title: str = "Availability",
@@ -121,7 +140,8 @@ def availability_chart(
     height: int = 200,
     id_prefix: str | None = None,
 ) -> SafeString:
-    """Draw uptime per bucket as bars coloured by level, incidents as bands over them.
+    """Draw uptime per bucket as bars coloured by level, incidents as bands over them and
+    maintenance as dashed bands.
 
     Levels (classes): `up` at or above 99.9%, `degraded` at or above 95%, `down` below,
     `nodata` where nothing was watched.
@@ -134,9 +154,11 @@ def availability_chart(
     shown = [i for i in incidents if _overlaps(_incident_span(i, span[1]), span)]
     bars = "".join(_bar(frame, ordered[i], s, e) for i, s, e in slots)
     bands = "".join(_incident_band(frame, incident) for incident in shown)
+    held = [m for m in maintenance if _overlaps(_held_span(m), span)]
     body = [
         axes(frame, value_ticks(100.0), lambda value: f"{value:g}%"),
         tag("g", bars, cls="bars"),
+        tag("g", "".join(_maintenance_band(frame, m) for m in held), cls="maintenance"),
         tag("g", bands, cls="incidents"),
         legend(frame, AVAILABILITY_KEYS),
     ]
@@ -144,6 +166,10 @@ def availability_chart(
         body.append(no_data(frame))
     desc = _availability_desc(title, span, inside, shown)
     return chart_svg("chart-availability", frame, id_prefix, title, desc, body)
+
+
+def _held_span(held: Point) -> Span:
+    return held["starts_at"].timestamp(), held["ends_at"].timestamp()
 
 
 def _overlaps(first: Span, second: Span) -> bool:
