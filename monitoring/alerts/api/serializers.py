@@ -1,0 +1,441 @@
+"""Request parsing and response shapes of the alerts API: notification channels, their
+deliveries, and maintenance windows."""
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.utils import timezone
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from accounts.access import access_endpoints
+from accounts.api.serializers import EmailAddressField, NameField, ProjectIdsField, TextField
+from monitoring.alerts.models import (
+    MAX_ADDRESSES,
+    URL_KINDS,
+    ChannelKind,
+    Delivery,
+    DeliveryAttempt,
+    DeliveryStatus,
+    MaintenanceWindow,
+    NotificationChannel,
+    Recurrence,
+    Scoped,
+    ScopeIds,
+    load_scopes,
+)
+from monitoring.alerts.transport import checked_url
+from monitoring.models import Endpoint
+from monitoring.targets import MASK, MAX_TARGET_LENGTH, TargetError
+
+MAX_SCOPE_IDS = 500
+MASKED_URL = (
+    "The URL is masked: send it in full, or exactly as it was answered to keep the stored one."
+)
+
+# --- scope: the projects and endpoints a channel or window is narrowed to ---------------------
+
+
+def _scope_ids(instance: Scoped, index: int) -> list[str]:
+    """Project (0) or endpoint (1) ids of the scope `ScopedSerializer` loaded, as strings."""
+    scope: ScopeIds = getattr(instance, "scope_ids", (set(), set()))
+    return sorted(str(pk) for pk in scope[index])
+
+
+class ScopedListSerializer(serializers.ListSerializer[Any]):
+    """A page of channels or windows, their scopes read in two queries for the whole page."""
+
+    def to_representation(self, data: Any) -> list[Any]:
+        """Load the page's scopes, then render each row."""
+        rows = list(data.all() if hasattr(data, "all") else data)
+        load_scopes(rows)
+        return [self.child.to_representation(row) for row in rows]  # type: ignore[union-attr]
+
+
+class ProjectsField(ProjectIdsField):
+    """Project ids; an id the caller cannot see is a 400. Empty: the whole organization."""
+
+    def get_attribute(self, instance: Scoped) -> list[str]:
+        """The ids of the scope, as strings."""
+        return _scope_ids(instance, 0)
+
+    def to_representation(self, data: Any) -> list[str]:
+        """Already strings."""
+        return list(data)
+
+
+class EndpointsField(serializers.ListField):
+    """Endpoint ids; an id the caller cannot see is a 400. Empty: the whole organization."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(child=serializers.UUIDField(), max_length=MAX_SCOPE_IDS, **kwargs)
+
+    def to_internal_value(self, data: Any) -> list[Endpoint]:
+        """Resolve the ids to endpoints the caller can see (the length checked first)."""
+        if isinstance(data, list) and len(data) > MAX_SCOPE_IDS:
+            self.fail("max_length", max_length=MAX_SCOPE_IDS)
+        ids = super().to_internal_value(data)
+        return access_endpoints(self.context["request"].user, ids)
+
+    def get_attribute(self, instance: Scoped) -> list[str]:
+        """The ids of the scope, as strings."""
+        return _scope_ids(instance, 1)
+
+    def to_representation(self, data: Any) -> list[str]:
+        """Already strings."""
+        return list(data)
+
+
+class StrictBooleanField(serializers.BooleanField):
+    """JSON true or false only (DRF's also takes "yes", 1 and the like)."""
+
+    def to_internal_value(self, data: Any) -> bool:
+        """Refuse anything but a JSON boolean."""
+        if not isinstance(data, bool):
+            self.fail("invalid", input=data)
+        return data
+
+
+class ScopedSerializer(serializers.ModelSerializer[Any]):
+    """A channel or window with its `projects` and `endpoints`; alone, its scope is read
+    fresh (two queries), in a list once for the page."""
+
+    projects = ProjectsField(
+        required=False, help_text="Project ids; empty (with `endpoints`): all projects."
+    )
+    endpoints = EndpointsField(
+        required=False, help_text="Endpoint ids; empty (with `projects`): all endpoints."
+    )
+
+    def to_representation(self, instance: Any) -> dict[str, Any]:
+        """Read the scope unless the list serializer did."""
+        if not isinstance(self.parent, serializers.ListSerializer):
+            load_scopes([instance])
+        return dict(super().to_representation(instance))
+
+
+# --- channel config, per kind -----------------------------------------------------------------
+
+
+class _StrictSerializer(serializers.Serializer[Any]):
+    """Refuses keys it does not declare, so a typo never passes silently."""
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        """Refuse unknown keys."""
+        unknown = set(self.initial_data) - set(self.fields)
+        if unknown:
+            raise serializers.ValidationError(
+                {name: ["Unknown option for this kind of channel."] for name in sorted(unknown)}
+            )
+        return attrs
+
+
+class EmailConfigSerializer(_StrictSerializer):
+    """`{addresses, to_members}`: at least one address, or the members."""
+
+    addresses = serializers.ListField(
+        child=EmailAddressField(), max_length=MAX_ADDRESSES, default=list
+    )
+    to_members = StrictBooleanField(default=False)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        """Unknown keys refused; addresses deduplicated; somebody to write to."""
+        attrs = super().validate(attrs)
+        attrs["addresses"] = list(dict.fromkeys(attrs["addresses"]))
+        if not attrs["addresses"] and not attrs["to_members"]:
+            raise serializers.ValidationError(
+                {"addresses": ["Give at least one address, or set `to_members`."]}
+            )
+        return attrs
+
+
+class UrlConfigSerializer(_StrictSerializer):
+    """`{url}`: where the JSON is POSTed (http or https)."""
+
+    url = TextField(max_length=MAX_TARGET_LENGTH, trim_whitespace=False)
+
+    def validate_url(self, value: str) -> str:
+        """A strict http(s) URL whose host, if an address, the network policy allows."""
+        if MASK in value:
+            raise serializers.ValidationError(MASKED_URL)
+        try:
+            return checked_url(value)
+        except TargetError as exc:
+            raise serializers.ValidationError(str(exc)) from exc
+
+
+def validate_channel_config(kind: str, config: Any) -> dict[str, Any]:
+    """The config checked against its kind, or a ValidationError naming each bad key."""
+    serializer_class = UrlConfigSerializer if kind in URL_KINDS else EmailConfigSerializer
+    serializer = serializer_class(data=config)
+    serializer.is_valid(raise_exception=True)
+    return dict(serializer.validated_data)
+
+
+CONFIG_SCHEMA = {
+    "type": "object",
+    "description": (
+        "`email`: `{addresses, to_members}`. `webhook`, `slack`, `teams`, `discord`: `{url}`, "
+        "answered with its path and query as ****; send it back as answered to keep it."
+    ),
+    "properties": {
+        "addresses": {
+            "type": "array",
+            "items": {"type": "string", "format": "email", "maxLength": 254},
+            "maxItems": MAX_ADDRESSES,
+        },
+        "to_members": {
+            "type": "boolean",
+            "description": "Also mail the members who can see the endpoint's project.",
+        },
+        "url": {"type": "string", "maxLength": MAX_TARGET_LENGTH},
+    },
+    "additionalProperties": False,
+}
+
+
+@extend_schema_field(CONFIG_SCHEMA)
+class ChannelConfigField(serializers.DictField):
+    """The kind's options; read masked, without decrypting the stored config."""
+
+    def get_attribute(self, instance: NotificationChannel) -> Any:
+        """The masked form."""
+        return instance.config_masked
+
+
+# --- channels ---------------------------------------------------------------------------------
+
+
+class NotificationChannelSerializer(ScopedSerializer):
+    """A notification channel as the API shows and accepts it. `kind` is fixed at creation;
+    the config is checked against it."""
+
+    name = NameField()
+    kind = serializers.ChoiceField(
+        choices=ChannelKind.choices, help_text="Fixed once the channel exists."
+    )
+    config = ChannelConfigField()
+    enabled = StrictBooleanField(default=True, help_text="A disabled channel sends nothing.")
+    failing = serializers.SerializerMethodField(
+        help_text="Deliveries keep failing: each gets one attempt until one succeeds."
+    )
+
+    class Meta:
+        model = NotificationChannel
+        list_serializer_class = ScopedListSerializer
+        fields = [
+            "id",
+            "name",
+            "kind",
+            "config",
+            "projects",
+            "endpoints",
+            "enabled",
+            "created_at",
+            "failing",
+            "failing_since",
+            "consecutive_failures",
+            "updated_at",
+        ]
+        read_only_fields = [
+            "id",
+            "created_at",
+            "failing",
+            "failing_since",
+            "consecutive_failures",
+            "updated_at",
+        ]
+
+    def get_failing(self, channel: NotificationChannel) -> bool:
+        """Flagged as failing."""
+        return channel.failing_since is not None
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        """The kind cannot change; the config must fit it (a masked URL sent back as it was
+        answered keeps the stored one)."""
+        current = self.instance
+        kind = attrs.get("kind", current.kind if current else None)
+        if current is not None:
+            if kind != current.kind:
+                raise serializers.ValidationError({"kind": ["Cannot change once created."]})
+            attrs.pop("kind", None)
+        if "config" in attrs:
+            config = self._restore_url(dict(attrs["config"]))
+            try:
+                attrs["config"] = validate_channel_config(str(kind), config)
+            except serializers.ValidationError as exc:
+                raise serializers.ValidationError({"config": exc.detail}) from exc
+        elif current is None:
+            raise serializers.ValidationError({"config": ["This field is required."]})
+        return attrs
+
+    def _restore_url(self, config: dict[str, Any]) -> dict[str, Any]:
+        """The stored URL for the masked form answered; the config as sent otherwise."""
+        current = self.instance
+        answered = current.config_masked.get("url") if current is not None else None
+        if current is not None and current.kind in URL_KINDS and config.get("url") == answered:
+            config["url"] = current.config["url"]
+        return config
+
+
+class NotificationChannelCreatedSerializer(NotificationChannelSerializer):
+    """The creation answer: a webhook's signing secret is in it, and never again."""
+
+    secret = serializers.CharField(
+        required=False,
+        help_text="`webhook` only: the key of `X-Healthmon-Signature`. Shown once: store it.",
+    )
+
+    class Meta(NotificationChannelSerializer.Meta):
+        fields = [*NotificationChannelSerializer.Meta.fields, "secret"]
+
+    def to_representation(self, instance: NotificationChannel) -> dict[str, Any]:
+        """The channel, and its secret when it has one."""
+        body = super().to_representation(instance)
+        body.pop("secret", None)
+        if instance.kind == ChannelKind.WEBHOOK:
+            body["secret"] = instance.secret
+        return body
+
+
+class DeliveryAttemptSerializer(serializers.ModelSerializer[DeliveryAttempt]):
+    """One try at sending: when, whether it worked, and what came back."""
+
+    class Meta:
+        model = DeliveryAttempt
+        fields = ["attempted_at", "ok", "status_code", "error", "duration_ms"]
+        read_only_fields = fields
+
+
+class DeliverySerializer(serializers.ModelSerializer[Delivery]):
+    """One event for one channel and its tries, oldest try first."""
+
+    event_id = serializers.UUIDField(
+        read_only=True, help_text="The idempotency key receivers see (the same on every try)."
+    )
+    tries = DeliveryAttemptSerializer(many=True, read_only=True)
+
+    class Meta:
+        model = Delivery
+        fields = [
+            "id",
+            "event",
+            "event_id",
+            "incident",
+            "occurred_at",
+            "status",
+            "attempts",
+            "next_attempt_at",
+            "last_error",
+            "created_at",
+            "delivered_at",
+            "tries",
+        ]
+        read_only_fields = fields
+
+
+# --- maintenance windows ----------------------------------------------------------------------
+
+
+class AwareDateTimeField(serializers.DateTimeField):
+    """An ISO 8601 time with its offset (a naive one is ambiguous: refused), kept in UTC."""
+
+    default_error_messages = {
+        "naive": "Give the time zone: Z or an offset such as +02:00.",
+    }
+
+    def enforce_timezone(self, value: datetime) -> datetime:
+        """Refuse a naive time; move an aware one to UTC."""
+        if timezone.is_naive(value):
+            self.fail("naive")
+        return super().enforce_timezone(value)
+
+
+class RecurrenceField(serializers.ChoiceField):
+    """`weekly`, or null for a one-off window (stored as "")."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        choices = [(Recurrence.WEEKLY.value, Recurrence.WEEKLY.label)]
+        super().__init__(choices=choices, allow_null=True, **kwargs)
+
+    def to_representation(self, value: Any) -> Any:
+        """A one-off window's empty recurrence is answered as null."""
+        return str(value) if value else None
+
+
+class MaintenanceWindowSerializer(ScopedSerializer):
+    """A maintenance window: notifications held back, downtime not counted."""
+
+    name = NameField(required=False, allow_blank=True, default="")
+    starts_at = AwareDateTimeField()
+    ends_at = AwareDateTimeField(help_text="After `starts_at`; a weekly window lasts < 7 days.")
+    recurrence = RecurrenceField(
+        default=None, help_text="null: once; `weekly`: every 7 days (in UTC) from `starts_at`."
+    )
+    active = serializers.SerializerMethodField(help_text="An occurrence covers the present.")
+    next_start = serializers.SerializerMethodField(
+        help_text="The start of the next occurrence at or after now; null if none."
+    )
+
+    class Meta:
+        model = MaintenanceWindow
+        list_serializer_class = ScopedListSerializer
+        fields = [
+            "id",
+            "name",
+            "starts_at",
+            "ends_at",
+            "recurrence",
+            "projects",
+            "endpoints",
+            "active",
+            "next_start",
+            "created_at",
+        ]
+        read_only_fields = ["id", "active", "next_start", "created_at"]
+
+    def _now(self) -> datetime:
+        now: datetime = self.context.get("now") or timezone.now()
+        return now
+
+    def get_active(self, window: MaintenanceWindow) -> bool:
+        """Whether an occurrence covers now."""
+        return window.active_at(self._now())
+
+    @extend_schema_field(serializers.DateTimeField(allow_null=True))
+    def get_next_start(self, window: MaintenanceWindow) -> str | None:
+        """The next occurrence's start, ISO 8601 in UTC."""
+        start = window.next_start(self._now())
+        return None if start is None else serializers.DateTimeField().to_representation(start)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        """It ends after it starts; a weekly one lasts less than a week (the model's rule)."""
+        if "recurrence" in attrs:
+            attrs["recurrence"] = attrs["recurrence"] or Recurrence.ONCE
+        current = self.instance
+        probe = MaintenanceWindow(
+            **{
+                name: attrs.get(name, getattr(current, name, None))
+                for name in ("starts_at", "ends_at", "recurrence")
+            }
+        )
+        try:
+            probe.clean()
+        except DjangoValidationError as exc:
+            raise serializers.ValidationError(exc.message_dict) from exc
+        return attrs
+
+
+def scope_changes(attrs: dict[str, Any]) -> dict[str, Sequence[Any]]:
+    """The projects and endpoints of validated data, when sent (popped from it)."""
+    return {name: attrs.pop(name) for name in ("projects", "endpoints") if name in attrs}
+
+
+class DeliveryQuerySerializer(serializers.Serializer[Any]):
+    """`?status=` of the deliveries list (empty: any)."""
+
+    status = serializers.ChoiceField(
+        choices=DeliveryStatus.choices, required=False, allow_blank=True
+    )

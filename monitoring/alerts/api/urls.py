@@ -1,0 +1,15 @@
+"""Routes of the alerts API under /api/v1."""
+
+from rest_framework.routers import SimpleRouter
+
+from monitoring.alerts.api import views
+
+router = SimpleRouter(trailing_slash=False)
+router.register(
+    "notification-channels", views.NotificationChannelViewSet, basename="notification-channel"
+)
+router.register(
+    "maintenance-windows", views.MaintenanceWindowViewSet, basename="maintenance-window"
+)
+
+urlpatterns = router.urls
