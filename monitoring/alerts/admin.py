@@ -1,0 +1,280 @@
+"""Django admin for notification channels, their deliveries and attempts, and maintenance
+windows.
+
+A channel's `config` (webhook URLs are credentials) and signing `secret` are never loaded
+here, so never decrypted nor shown: pages show `config_masked`. Channels are created
+through the API and dashboards, which validate the destination and show a webhook's
+secret once. Deliveries and attempts are history, read-only. Endpoints are picked by id:
+loading them would decrypt their targets.
+"""
+
+from typing import Any
+
+from django import forms
+from django.contrib import admin
+from django.db.models import Prefetch, QuerySet
+from django.forms.models import ModelMultipleChoiceField
+from django.http import HttpRequest
+
+from monitoring.alerts import services
+from monitoring.alerts.models import (
+    Delivery,
+    DeliveryAttempt,
+    MaintenanceWindow,
+    NotificationChannel,
+)
+from monitoring.alerts.services import channel_update, maintenance_window_save
+from monitoring.models import Endpoint
+
+OTHER_ORGANIZATION = "Only projects and endpoints of the same organization."
+# Never loaded by an admin query: decrypting them would be the first step to showing them.
+CHANNEL_SECRETS = ("config", "secret")
+
+
+def _endpoints() -> QuerySet[Endpoint]:
+    return Endpoint.objects.defer("target", "config")
+
+
+class ScopeForm(forms.ModelForm):
+    """A channel's or window's projects and endpoints: of its own organization only."""
+
+    def _organization_id(self) -> Any:
+        if self.instance.organization_id:
+            return self.instance.organization_id
+        organization = self.cleaned_data.get("organization")
+        return organization.pk if organization else None
+
+    def clean(self) -> dict[str, Any]:
+        """Refuse a project or an endpoint of another organization."""
+        cleaned = super().clean() or self.cleaned_data
+        organization_id = self._organization_id()
+        if organization_id is None:
+            return cleaned
+        projects = cleaned.get("projects") or []
+        if any(project.organization_id != organization_id for project in projects):
+            self.add_error("projects", OTHER_ORGANIZATION)
+        endpoint_ids = [endpoint.pk for endpoint in cleaned.get("endpoints") or []]
+        elsewhere = Endpoint.objects.filter(pk__in=endpoint_ids).exclude(
+            project__organization_id=organization_id
+        )
+        if endpoint_ids and elsewhere.exists():
+            self.add_error("endpoints", OTHER_ORGANIZATION)
+        return cleaned
+
+
+class _ScopedAdmin(admin.ModelAdmin):
+    """What channel and window pages share: the organization, projects picked by search,
+    endpoints by id (never loaded with their encrypted columns)."""
+
+    autocomplete_fields = ["organization", "projects"]
+    raw_id_fields = ["endpoints"]
+    list_select_related = ["organization"]
+    search_fields = ["name", "organization__name", "=id"]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
+        """Rows with their scope; endpoints without their encrypted columns (the form's
+        initial values are read from this prefetch)."""
+        return (
+            super()
+            .get_queryset(request)
+            .prefetch_related("projects", Prefetch("endpoints", queryset=_endpoints()))
+        )
+
+    def delete_model(self, request: HttpRequest, obj: Any) -> None:
+        """Delete through the service, which records it in the audit log."""
+        self.deleting(obj)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
+        """Delete each row through the service (the bulk action too)."""
+        for obj in queryset:
+            self.deleting(obj)
+
+    def deleting(self, obj: Any) -> None:
+        """The service that deletes one row."""
+        raise NotImplementedError
+
+    def formfield_for_manytomany(
+        self, db_field: Any, request: HttpRequest, **kwargs: Any
+    ) -> ModelMultipleChoiceField | None:
+        """Check posted endpoint ids without decrypting the endpoints they name."""
+        if db_field.name == "endpoints":
+            kwargs["queryset"] = _endpoints()
+        return super().formfield_for_manytomany(db_field, request, **kwargs)
+
+
+class FailingFilter(admin.SimpleListFilter):
+    """Channels flagged as failing (deliveries kept giving up) or not."""
+
+    title = "failing"
+    parameter_name = "failing"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [("yes", "Yes"), ("no", "No")]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> Any:
+        match self.value():
+            case "yes":
+                return queryset.filter(failing_since__isnull=False)
+            case "no":
+                return queryset.filter(failing_since__isnull=True)
+        return queryset
+
+
+@admin.register(NotificationChannel)
+class NotificationChannelAdmin(_ScopedAdmin):
+    form = ScopeForm
+    list_display = [
+        "name",
+        "organization",
+        "kind",
+        "enabled",
+        "failing",
+        "consecutive_failures",
+        "created_at",
+    ]
+    list_filter = ["kind", "enabled", FailingFilter]
+    date_hierarchy = "created_at"
+    # Neither `config` nor `secret` is a field of this form: the destination is changed
+    # through the API and dashboards, which validate it and mask it.
+    fields = [
+        "id",
+        "organization",
+        "name",
+        "kind",
+        "config_masked",
+        "enabled",
+        "projects",
+        "endpoints",
+        "consecutive_failures",
+        "failing_since",
+        "created_at",
+        "updated_at",
+    ]
+    readonly_fields = [
+        "id",
+        "organization",
+        "kind",
+        "config_masked",
+        "consecutive_failures",
+        "failing_since",
+        "created_at",
+        "updated_at",
+    ]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[NotificationChannel]:
+        """Leave the encrypted columns out of every admin query."""
+        return super().get_queryset(request).defer(*CHANNEL_SECRETS)
+
+    def deleting(self, obj: Any) -> None:
+        """`channel_delete`."""
+        services.channel_delete(channel=obj)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        """Channels are created through the API and dashboards, which validate the
+        destination and show a webhook's signing secret once."""
+        return False
+
+    def save_model(
+        self, request: HttpRequest, obj: NotificationChannel, form: Any, change: bool
+    ) -> None:
+        """Save through `channel_update` from the stored row (turning a channel on again
+        clears its failing flag); projects and endpoints follow with the form's m2m."""
+        stored = NotificationChannel.objects.defer(*CHANNEL_SECRETS).select_for_update()
+        changed = {
+            name: form.cleaned_data[name]
+            for name in form.changed_data
+            if name not in ("projects", "endpoints")
+        }
+        channel_update(channel=stored.get(pk=obj.pk), **changed)
+
+    @admin.display(boolean=True, description="failing", ordering="failing_since")
+    def failing(self, obj: NotificationChannel) -> bool:
+        return obj.failing_since is not None
+
+
+class AttemptInline(admin.TabularInline):
+    """Each try at a delivery, with what came back."""
+
+    model = DeliveryAttempt
+    fields = readonly_fields = ("attempted_at", "ok", "status_code", "error", "duration_ms")
+    extra = 0
+    can_delete = False
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        """Only the delivery workers record attempts."""
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        """Attempts are history."""
+        return False
+
+
+class _HistoryAdmin(admin.ModelAdmin):
+    """Rows the delivery workers write: browsable, never edited by hand.
+
+    Deleting stays allowed: deleting a channel or an organization here cascades to them.
+    """
+
+    show_full_result_count = False
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        """Only the delivery workers write them."""
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        """History is read-only."""
+        return False
+
+
+@admin.register(Delivery)
+class DeliveryAdmin(_HistoryAdmin):
+    list_display = ["event", "channel", "status", "attempts", "occurred_at", "last_error"]
+    list_filter = ["status", "event"]
+    search_fields = ["=id", "=event_id", "channel__name"]
+    inlines = [AttemptInline]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Delivery]:
+        """Deliveries with their channel's name, never its encrypted columns."""
+        secrets = [f"channel__{name}" for name in CHANNEL_SECRETS]
+        return super().get_queryset(request).select_related("channel").defer(*secrets)
+
+
+@admin.register(DeliveryAttempt)
+class DeliveryAttemptAdmin(_HistoryAdmin):
+    list_display = ["attempted_at", "delivery", "ok", "status_code", "error", "duration_ms"]
+    list_filter = ["ok"]
+    list_select_related = ["delivery"]
+    search_fields = ["=delivery__id", "error"]
+    ordering = ["-id"]
+
+
+@admin.register(MaintenanceWindow)
+class MaintenanceWindowAdmin(_ScopedAdmin):
+    form = ScopeForm
+    list_display = ["name", "organization", "starts_at", "ends_at", "recurrence"]
+    list_filter = ["recurrence", "starts_at"]
+    date_hierarchy = "starts_at"
+    fields = [
+        "organization",
+        "name",
+        "starts_at",
+        "ends_at",
+        "recurrence",
+        "projects",
+        "endpoints",
+        "created_at",
+    ]
+
+    def deleting(self, obj: Any) -> None:
+        """`maintenance_window_delete`."""
+        services.maintenance_window_delete(window=obj)
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
+        """A window stays in its organization: its scope is that organization's."""
+        return ["created_at"] if obj is None else ["organization", "created_at"]
+
+    def save_model(
+        self, request: HttpRequest, obj: MaintenanceWindow, form: Any, change: bool
+    ) -> None:
+        """Save through `maintenance_window_save`; the scope follows with the form's m2m."""
+        maintenance_window_save(window=obj)

@@ -1,0 +1,36 @@
+"""The alerts page and its forms."""
+
+from django.urls import path
+
+from monitoring.alerts import views
+
+urlpatterns = [
+    path("alerts", views.alerts_page, name="alerts"),
+    path("alerts/channels/new", views.channel_new, name="alert-channel-create"),
+    path(
+        "alerts/channels/<uuid:channel_id>/enable",
+        views.channel_enable,
+        name="alert-channel-enable",
+    ),
+    path(
+        "alerts/channels/<uuid:channel_id>/disable",
+        views.channel_disable,
+        name="alert-channel-disable",
+    ),
+    path(
+        "alerts/channels/<uuid:channel_id>/test",
+        views.channel_send_test,
+        name="alert-channel-test",
+    ),
+    path(
+        "alerts/channels/<uuid:channel_id>/delete",
+        views.channel_delete,
+        name="alert-channel-delete",
+    ),
+    path("alerts/maintenance/new", views.window_new, name="alert-window-create"),
+    path(
+        "alerts/maintenance/<uuid:window_id>/delete",
+        views.window_delete,
+        name="alert-window-delete",
+    ),
+]
