@@ -2,6 +2,7 @@
 costs the same number of queries however many rows it lists; the admin actions work."""
 
 import re
+import uuid
 from datetime import timedelta
 from html.parser import HTMLParser
 from typing import Any
@@ -21,6 +22,13 @@ from accounts.models import Invitation, Organization, Project, ProjectAccess, Ro
 from accounts.services import invitation_create, organization_create
 from apikeys.models import ApiKey
 from apikeys.services import api_key_create
+from monitoring.alerts.models import (
+    Delivery,
+    DeliveryAttempt,
+    MaintenanceWindow,
+    NotificationChannel,
+)
+from monitoring.alerts.services import channel_create, maintenance_window_save
 from monitoring.config import validate_config
 from monitoring.models import CheckResult, Endpoint, Incident, StatusChange
 from monitoring.probes import ProbeResult
@@ -31,6 +39,8 @@ APPS = ("accounts", "apikeys", "monitoring", "analytics")
 MODELS = [model for model in admin.site._registry if model._meta.app_label in APPS]
 TARGET_PASSWORD = "s3cret-pass"
 HEADER_SECRET = "hdr-s3cret-77"
+SLACK_SECRET = "SLACKSECRETPART"
+WEBHOOK_SECRET = "whk-path-s3cret"
 
 
 def admin_url(model: Any, view: str, *args: Any) -> str:
@@ -74,7 +84,55 @@ def build_organization(n: int) -> dict[str, Any]:
         timeout_seconds=10,
     )
     record_checks(site, [True, False, False])
+    add_alerts(org, project, site, n)
     return {"key": key, "users": [owner, member]}
+
+
+def add_alerts(org: Organization, project: Project, site: Endpoint, n: int) -> None:
+    """Channels (made after the checks: no delivery is sent), a delivery with its attempt
+    and a maintenance window."""
+    slack = channel_create(
+        organization=org,
+        name=f"Slack {n}",
+        kind="slack",
+        config={"url": f"https://hooks.slack.com/services/T000/B000/{SLACK_SECRET}{n}"},
+        projects=[project],
+    )
+    channel_create(
+        organization=org,
+        name=f"Hook {n}",
+        kind="webhook",
+        config={"url": f"https://hooks.example.com/{WEBHOOK_SECRET}?token={WEBHOOK_SECRET}"},
+        endpoints=[site],
+    )
+    delivery = Delivery.objects.create(
+        channel=slack,
+        event="incident.opened",
+        event_id=uuid.uuid4(),
+        incident=Incident.objects.filter(endpoint=site).first(),
+        occurred_at=timezone.now(),
+        status="failed",
+        attempts=1,
+        last_error="HTTP 500",
+    )
+    DeliveryAttempt.objects.create(
+        delivery=delivery,
+        attempted_at=timezone.now(),
+        ok=False,
+        status_code=500,
+        error="HTTP 500",
+        duration_ms=12.5,
+    )
+    start = timezone.now() + timedelta(days=1)
+    maintenance_window_save(
+        window=MaintenanceWindow(organization=org),
+        name=f"Upgrade {n}",
+        starts_at=start,
+        ends_at=start + timedelta(hours=1),
+        recurrence="weekly",
+        projects=[project],
+        endpoints=[site],
+    )
 
 
 @pytest.fixture
@@ -99,6 +157,9 @@ def world(superuser, django_capture_on_commit_callbacks, outbox):
     return [
         TARGET_PASSWORD,
         HEADER_SECRET,
+        SLACK_SECRET,
+        WEBHOOK_SECRET,
+        *(channel.secret for channel in NotificationChannel.objects.all() if channel.secret),
         *keys,
         *(key[-38:] for key in keys),  # the secret part and checksum, after the public prefix
         *ApiKey.objects.values_list("digest", flat=True),

@@ -38,7 +38,7 @@ from drf_spectacular.renderers import OpenApiJsonRenderer
 from hypothesis import HealthCheck, Phase, settings
 from schemathesis.core.parameters import ParameterLocation
 
-from accounts.models import Invitation, Project, Role, User
+from accounts.models import Invitation, Organization, Project, Role, User
 from accounts.services import invitation_create, organization_create, project_create
 from accounts.tokens import (
     issue_access_token,
@@ -48,6 +48,8 @@ from accounts.tokens import (
 )
 from apikeys.models import ApiKey
 from apikeys.services import api_key_create
+from monitoring.alerts.models import MaintenanceWindow
+from monitoring.alerts.services import channel_create, maintenance_window_save
 from monitoring.config import validate_config
 from monitoring.models import Endpoint
 from monitoring.probes import ProbeResult
@@ -170,6 +172,33 @@ def _record(endpoint: Endpoint, at: datetime, ok: bool) -> None:
     checks_record(outcomes=[CheckOutcome(endpoint.pk, at, at, result)])
 
 
+def _alerts(organization: Organization, project: Project, start: datetime) -> dict[str, list[str]]:
+    """Channels of every kind (URLs on addresses no test send may reach, or mail) and
+    maintenance windows, one-off and weekly."""
+    channels = [
+        channel_create(organization=organization, name=kind, kind=kind, config=config)
+        for kind, config in (
+            ("email", {"addresses": ["ops@fuzz.test"], "to_members": True}),
+            ("webhook", {"url": "https://192.0.2.10/hook/s3cret"}),
+            ("slack", {"url": "https://192.0.2.11/services/T0/B0/s3cret"}),
+        )
+    ]
+    windows = [
+        maintenance_window_save(
+            window=MaintenanceWindow(organization=organization),
+            projects=[project],
+            starts_at=start + timedelta(hours=hours),
+            ends_at=start + timedelta(hours=hours + 2),
+            recurrence=recurrence,
+        )
+        for hours, recurrence in ((-1, ""), (24, "weekly"))
+    ]
+    return {
+        "notification-channels": [str(channel.pk) for channel in channels],
+        "maintenance-windows": [str(window.pk) for window in windows],
+    }
+
+
 def _build_world() -> World:
     organization, project = organization_create(name="Fuzz")
     owner, admin, member = (
@@ -210,6 +239,7 @@ def _build_world() -> World:
             "invitations": [str(invitation.pk)],
             "projects": projects,
             "users": users,
+            **_alerts(organization, project, start),
         },
         values={
             "project": projects,

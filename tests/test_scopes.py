@@ -8,12 +8,14 @@
 | incident:read   | GET /incidents, /incidents/{id}                             |
 | analytics:read  | GET /analytics/summary, response-time, uptime, availability,|
 |                 | errors, sla, compare                                        |
-| admin           | everything the creator's role allows (the audit log too)    |
+| admin           | everything the creator's role allows (the audit log,        |
+|                 | notification channels and maintenance windows too)          |
 
 Keys belong to an owner, so any refusal here is the scope's, never the role's.
 """
 
 import json
+from datetime import timedelta
 
 import pytest
 from django.utils import timezone
@@ -22,6 +24,8 @@ from accounts.models import Project, Role, User
 from accounts.services import invitation_create
 from apikeys.models import ApiKey, Scope
 from apikeys.permissions import HasScope
+from monitoring.alerts.models import MaintenanceWindow
+from monitoring.alerts.services import channel_create
 from monitoring.models import Incident
 from tests.routes import api_routes
 
@@ -36,6 +40,8 @@ CONTRACT: dict[str, tuple[str | None, str | None]] = {
     "apikey": (None, None),
     "auth": (None, None),
     "audit-log": (None, None),
+    "notification-channel": (None, None),
+    "maintenance-window": (None, None),
 }
 # Routes no key may use, whatever its scopes: a person's password is involved.
 JWT_ONLY = {("auth", "change_password")}
@@ -68,6 +74,16 @@ def fresh(cast, make_key, make_endpoint):
         if basename == "incident":
             endpoint = make_endpoint(cast.project, name=f"I{n}")
             return Incident.objects.create(endpoint=endpoint, started_at=timezone.now()).id
+        if basename == "notification-channel":  # mailed: its test send opens no socket
+            config = {"addresses": [f"c{n}@acme.test"], "to_members": False}
+            return channel_create(
+                organization=cast.org, name=f"C{n}", kind="email", config=config
+            ).id
+        if basename == "maintenance-window":
+            start = timezone.now()
+            return MaintenanceWindow.objects.create(
+                organization=cast.org, starts_at=start, ends_at=start + timedelta(hours=1)
+            ).id
         raise AssertionError(f"add a target factory for {basename!r}")
 
     return make
@@ -144,3 +160,8 @@ def test_the_matrix_reads_as_the_contract_says():
     assert table[("/api/v1/api-keys", "GET")] == {"admin"}
     assert table[("/api/v1/api-keys", "POST")] == {"admin"}
     assert table[("/api/v1/auth/change-password", "POST")] == set()
+    for path in ("/api/v1/notification-channels", "/api/v1/maintenance-windows"):
+        assert table[(path, "GET")] == table[(path, "POST")] == {"admin"}
+        assert table[(f"{path}/{{pk}}", "GET")] == table[(f"{path}/{{pk}}", "DELETE")] == {"admin"}
+    assert table[("/api/v1/notification-channels/{pk}/test", "POST")] == {"admin"}
+    assert table[("/api/v1/notification-channels/{pk}/deliveries", "GET")] == {"admin"}

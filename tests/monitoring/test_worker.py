@@ -1,6 +1,8 @@
 """End to end: celery beat and a real Celery worker on the real Redis broker probe a local
-HTTP server; stopping it opens one incident, starting it again resolves it."""
+HTTP server; stopping it opens one incident, starting it again resolves it, and a webhook
+receiver that fails twice hears of both through the workers' retries."""
 
+import json
 import os
 import subprocess
 import sys
@@ -14,7 +16,11 @@ import redis
 from django.conf import settings
 from django.db import connection
 
+from monitoring.alerts.delivery import signature
+from monitoring.alerts.models import Delivery
+from monitoring.alerts.services import channel_create
 from monitoring.models import CheckResult, Endpoint, EndpointStatus, Incident
+from tests.alerts.receiver import Receiver
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -80,6 +86,8 @@ def celery(tmp_path):
         "CELERY_BROKER_URL": BROKER,
         "CELERY_TASK_ALWAYS_EAGER": "false",
         "PROBE_ALLOW_PRIVATE_NETWORKS": "true",
+        # Retries a second, then two, apart: the test waits for the third attempt.
+        "NOTIFY_RETRY_BASE_SECONDS": "1",
     }
     log = (tmp_path / "celery.log").open("w")
 
@@ -134,3 +142,39 @@ def test_a_down_server_opens_one_incident_and_its_return_resolves_it(cast, make_
     assert checks.filter(ok=False).count() >= 2
     slots = list(checks.values_list("scheduled_for", flat=True))
     assert len(slots) == len(set(slots))
+
+
+def test_a_webhook_failing_twice_hears_of_the_incident_once_through_the_workers(
+    cast, make_endpoint, celery
+):
+    server, receiver = SwitchableServer(), Receiver((500, 500, 200))
+    channel = channel_create(
+        organization=cast.org, name="Hook", kind="webhook", config={"url": receiver.url}
+    )
+    endpoint = make_endpoint(
+        cast.project,
+        target=f"http://127.0.0.1:{server.port}/",
+        interval_seconds=2,
+        timeout_seconds=1,
+        failure_threshold=1,
+    )
+
+    def events():
+        return [json.loads(r.body)["event"] for r in receiver.requests if r.answered == 200]
+
+    try:
+        wait_for(lambda: Endpoint.objects.get(pk=endpoint.pk).status == EndpointStatus.UP)
+        server.stop()
+        wait_for(lambda: events() == ["incident.opened"])
+        server.start()
+        wait_for(lambda: events() == ["incident.opened", "incident.resolved"])
+    finally:
+        server.stop()
+        receiver.stop()
+
+    opened = [r for r in receiver.requests if json.loads(r.body)["event"] == "incident.opened"]
+    assert [r.answered for r in opened] == [500, 500, 200]
+    assert len({r.body for r in opened}) == 1  # one event, one idempotency key, same bytes
+    for request in receiver.requests:
+        assert request.headers["x-healthmon-signature"] == signature(channel.secret, request.body)
+    assert set(Delivery.objects.values_list("status", flat=True)) == {"delivered"}

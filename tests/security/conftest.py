@@ -23,6 +23,8 @@ from django.utils import timezone
 from accounts.models import Organization, Project, Role, User
 from accounts.services import invitation_create
 from apikeys.models import ApiKey
+from monitoring.alerts.models import MaintenanceWindow, NotificationChannel
+from monitoring.alerts.services import channel_create, maintenance_window_save
 from monitoring.models import Endpoint, Incident
 from tests.conftest import Api, Cast
 
@@ -76,6 +78,8 @@ class World:
     own_endpoint: Endpoint  # B's
     own_member: User  # B's
     outsider_key: str  # B's owner, scope admin
+    own_channel: NotificationChannel  # B's
+    own_window: MaintenanceWindow  # B's
 
     def foreign(self, model: type[models.Model]) -> models.Model:
         """One of A's rows of this model, for an id smuggled into a body or query."""
@@ -102,6 +106,8 @@ def world(cast, make_user, make_key, make_endpoint, record) -> World:
         "apikey": api_key,
         "endpoint": endpoint,
         "incident": incident,
+        "notification-channel": _channel(cast.org, cast.project, "A's channel"),
+        "maintenance-window": _window(cast.org, cast.project, "A's window"),
     }
     by_model = {type(target): target for target in targets.values()}
     by_model[Organization] = cast.org
@@ -115,6 +121,33 @@ def world(cast, make_user, make_key, make_endpoint, record) -> World:
             cast.other_org, "member@globex.test", Role.MEMBER, projects=(cast.other_project,)
         ),
         outsider_key=make_key(cast.outsider, "admin"),
+        own_channel=_channel(cast.other_org, cast.other_project, "B's channel"),
+        own_window=_window(cast.other_org, cast.other_project, "B's window"),
+    )
+
+
+def _channel(organization: Organization, project: Project, name: str) -> NotificationChannel:
+    """A webhook channel narrowed to a project (its URL an address no test send reaches)."""
+    return channel_create(
+        organization=organization,
+        name=name,
+        kind="webhook",
+        config={"url": "https://192.0.2.10/hook/s3cret"},
+        projects=[project],
+    )
+
+
+def _window(organization: Organization, project: Project, name: str) -> MaintenanceWindow:
+    """A weekly maintenance window narrowed to a project."""
+    start = timezone.now().replace(microsecond=0)
+    window = MaintenanceWindow(organization=organization)
+    return maintenance_window_save(
+        window=window,
+        projects=[project],
+        name=name,
+        starts_at=start,
+        ends_at=start + timedelta(hours=1),
+        recurrence="weekly",
     )
 
 

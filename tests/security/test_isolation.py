@@ -10,10 +10,14 @@ import uuid
 from datetime import timedelta
 from urllib.parse import urlencode
 
+from django.utils import timezone
+
 from accounts.models import Invitation, Project, Role, User
 from accounts.services import invitation_create
 from apikeys.models import ApiKey
 from apikeys.services import api_key_create
+from monitoring.alerts.models import MaintenanceWindow, NotificationChannel
+from monitoring.alerts.services import channel_create
 from monitoring.models import CheckResult, Endpoint, Incident
 from tests.helpers import assert_problem
 from tests.routes import api_patterns_with_parameters, api_routes
@@ -27,6 +31,8 @@ VALID_BODIES = {
     ("user", "role"): {"role": Role.ADMIN},
     ("project", "partial_update"): {"name": "Renamed"},
     ("endpoint", "partial_update"): {"name": "Renamed"},
+    ("notification-channel", "partial_update"): {"name": "Renamed"},
+    ("maintenance-window", "partial_update"): {"name": "Renamed"},
 }
 # Id-valued request fields, by operation: the rest of a body that is valid for B.
 SMUGGLING_BODIES = {
@@ -38,6 +44,17 @@ SMUGGLING_BODIES = {
     ("PATCH", "/api/v1/endpoints/{id}"): {},
     ("POST", "/api/v1/users/invite"): {"email": "new@globex.test", "role": Role.MEMBER},
     ("PUT", "/api/v1/users/{id}/projects"): {},
+    ("POST", "/api/v1/notification-channels"): {
+        "name": "Smuggled",
+        "kind": "email",
+        "config": {"addresses": ["ops@globex.test"]},
+    },
+    ("PATCH", "/api/v1/notification-channels/{id}"): {},
+    ("POST", "/api/v1/maintenance-windows"): {
+        "starts_at": "2030-05-01T10:00:00Z",
+        "ends_at": "2030-05-01T12:00:00Z",
+    },
+    ("PATCH", "/api/v1/maintenance-windows/{id}"): {},
 }
 # Id-valued query parameters the schema types as plain strings.
 ID_LISTS = {"endpoints"}
@@ -84,7 +101,12 @@ def own_object(world, path):
     foreign."""
     if "{id}" not in path:
         return None
-    owned = {"endpoints": world.own_endpoint, "users": world.own_member}
+    owned = {
+        "endpoints": world.own_endpoint,
+        "users": world.own_member,
+        "notification-channels": world.own_channel,
+        "maintenance-windows": world.own_window,
+    }
     collection = path.removeprefix("/api/v1/").split("/")[0]
     assert collection in owned, f"give B an object of its own for {path}"
     return owned[collection]
@@ -147,6 +169,14 @@ def _fresh(basename, cast, make_endpoint, record):
         return Project.objects.create(organization=cast.org, name=n).id
     if basename == "apikey":
         return api_key_create(creator=cast.owner, name=n, scopes=["admin"], expires_at=None)[0].id
+    if basename == "notification-channel":  # mailed: its test send opens no socket
+        config = {"addresses": [f"{n}@acme.test"], "to_members": False}
+        return channel_create(organization=cast.org, name=n, kind="email", config=config).id
+    if basename == "maintenance-window":
+        start = timezone.now()
+        return MaintenanceWindow.objects.create(
+            organization=cast.org, name=n, starts_at=start, ends_at=start + timedelta(hours=1)
+        ).id
     endpoint = make_endpoint(cast.project, name=n, target="https://192.0.2.10/")
     if basename == "endpoint":
         return endpoint.id
@@ -171,17 +201,22 @@ def test_foreign_ids_in_request_bodies_are_refused_like_unknown_ids(
                 assert (method, path) in SMUGGLING_BODIES, f"add a valid body for {method} {path}"
                 cases.append((method, path, name, prop["type"] == "array"))
     assert len(cases) >= 4
-    foreign_project = world.foreign(Project).pk
 
     with unchanged():
         for method, template, name, many in cases:
             path = template.format(id=getattr(own_object(world, template), "pk", None))
             base = SMUGGLING_BODIES[(method, template)]
+            # An id list holds one of B's own ids of that kind and one of A's.
+            own, model = (
+                (world.own_endpoint, Endpoint)
+                if name == "endpoints"
+                else (world.own_project, Project)
+            )
 
-            def build(pk, path=path, base=base, name=name, many=many):
-                return path, {**base, name: [str(world.own_project.id), pk] if many else pk}
+            def build(pk, path=path, base=base, name=name, many=many, own=own):
+                return path, {**base, name: [str(own.id), pk] if many else pk}
 
-            response = same_as_random(send, method, build, foreign_project)
+            response = same_as_random(send, method, build, world.foreign(model).pk)
             assert name in assert_problem(response, 400, "validation_error")["errors"]
 
 
@@ -278,7 +313,16 @@ def test_foreign_ids_look_exactly_like_missing_and_malformed_ids(api, world):
 def test_no_list_shows_anything_of_another_organization(outsider, world, send, unchanged):
     a_ids = {
         str(pk)
-        for model in (User, Project, Endpoint, Incident, CheckResult, ApiKey)
+        for model in (
+            User,
+            Project,
+            Endpoint,
+            Incident,
+            CheckResult,
+            ApiKey,
+            NotificationChannel,
+            MaintenanceWindow,
+        )
         for pk in model.objects.filter(**_in_org(model, world.cast.org)).values_list(
             "pk", flat=True
         )
@@ -305,5 +349,7 @@ def _in_org(model, org):
         Endpoint: "project__organization",
         Incident: "endpoint__project__organization",
         CheckResult: "endpoint__project__organization",
+        NotificationChannel: "organization",
+        MaintenanceWindow: "organization",
     }
     return {lookups[model]: org}

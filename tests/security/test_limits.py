@@ -77,6 +77,20 @@ def valid_bodies(world):
             "new_password": "n3w-Pa55word!",
         },
         ("POST", "/api/v1/auth/verify-email"): {"token": "t"},
+        ("POST", "/api/v1/notification-channels"): {
+            "name": "Fresh",
+            "kind": "email",
+            "config": {"addresses": ["ops@acme.test"]},
+            "projects": [project],
+        },
+        ("PATCH", "/api/v1/notification-channels/{id}"): {"name": "Fresh"},
+        ("POST", "/api/v1/maintenance-windows"): {
+            "name": "Fresh",
+            "starts_at": "2030-05-01T10:00:00Z",
+            "ends_at": "2030-05-01T12:00:00Z",
+            "projects": [project],
+        },
+        ("PATCH", "/api/v1/maintenance-windows/{id}"): {"name": "Fresh"},
     }
 
 
@@ -86,6 +100,8 @@ def fill(world, template):
         return template
     owned = {"endpoints": world.targets["endpoint"], "projects": world.cast.project}
     owned["users"] = world.cast.member
+    owned["notification-channels"] = world.targets["notification-channel"]
+    owned["maintenance-windows"] = world.targets["maintenance-window"]
     return template.format(id=owned[template.removeprefix("/api/v1/").split("/")[0]].pk)
 
 

@@ -5,12 +5,16 @@ CSRF cookie) and posts a form without the hidden token, as a cross-site form wou
 """
 
 import re
+from datetime import timedelta
 
 import pytest
+from django.core import mail
 
 from accounts.models import Invitation, Organization, Project, User
 from apikeys.models import ApiKey
 from apikeys.services import api_key_create
+from monitoring.alerts.models import Delivery, MaintenanceWindow, NotificationChannel
+from monitoring.alerts.services import channel_create, maintenance_window_save
 from monitoring.models import CheckResult, Endpoint
 from tests.helpers import PASSWORD
 from tests.web.conftest import csrf_token
@@ -33,6 +37,26 @@ def world(cast, make_endpoint):
         expires_at=cast.owner.date_joined.replace(year=2100),
     )
     key, _ = api_key_create(creator=cast.owner, name="ci", scopes=["admin"], expires_at=None)
+    channel = channel_create(
+        organization=cast.org,
+        name="Ops mail",
+        kind="email",
+        config={"addresses": ["ops@acme.test"], "to_members": False},
+    )
+    off = channel_create(
+        organization=cast.org,
+        name="Off",
+        kind="email",
+        config={"addresses": ["off@acme.test"], "to_members": False},
+        enabled=False,
+    )
+    start = cast.owner.date_joined.replace(year=2100)
+    window = maintenance_window_save(
+        window=MaintenanceWindow(organization=cast.org),
+        name="Upgrade",
+        starts_at=start,
+        ends_at=start + timedelta(hours=1),
+    )
     return {
         "endpoint": endpoint,
         "paused": paused,
@@ -40,6 +64,9 @@ def world(cast, make_endpoint):
         "invitation": invitation,
         "key": key,
         "member": cast.member,
+        "channel": channel,
+        "off": off,
+        "window": window,
     }
 
 
@@ -64,6 +91,12 @@ def snapshot():
         ),
         "keys": list(ApiKey.objects.values_list("id", "name", "revoked_at").order_by("id")),
         "checks": CheckResult.objects.count(),
+        "channels": list(
+            NotificationChannel.objects.values_list("id", "name", "enabled").order_by("id")
+        ),
+        "windows": list(MaintenanceWindow.objects.values_list("id", "name").order_by("id")),
+        "deliveries": Delivery.objects.count(),
+        "mails": len(mail.outbox),
     }
 
 
@@ -94,6 +127,19 @@ SIGNED_IN_FORMS = [
     ("/projects/new", lambda w: {"name": "Injected"}),
     ("/projects/{spare}/rename", lambda w: {"name": "Hijacked"}),
     ("/projects/{spare}/delete", lambda w: {}),
+    (
+        "/alerts/channels/new",
+        lambda w: {"name": "Planted", "kind": "email", "addresses": "spy@evil.test"},
+    ),
+    ("/alerts/channels/{channel}/disable", lambda w: {}),
+    ("/alerts/channels/{off}/enable", lambda w: {}),
+    ("/alerts/channels/{channel}/test", lambda w: {}),
+    ("/alerts/channels/{channel}/delete", lambda w: {}),
+    (
+        "/alerts/maintenance/new",
+        lambda w: {"starts_at": "2030-01-01T00:00", "ends_at": "2030-01-01T01:00"},
+    ),
+    ("/alerts/maintenance/{window}/delete", lambda w: {}),
 ]
 
 
@@ -199,6 +245,7 @@ def test_every_form_on_the_pages_carries_the_token(pages, cast, world):
         "/projects",
         "/api-keys",
         "/account",
+        "/alerts",
     ]:
         source = pages.get(url).content.decode()
         posts = source.count('method="post"')

@@ -10,6 +10,8 @@ from django.utils import timezone
 from accounts.models import Invitation, Project, Role, User
 from apikeys.models import ApiKey
 from apikeys.services import api_key_create
+from monitoring.alerts.models import Delivery, MaintenanceWindow, NotificationChannel
+from monitoring.alerts.services import channel_create, maintenance_window_save
 from monitoring.models import CheckResult, Endpoint, Incident
 from tests.web.conftest import visible_text
 
@@ -30,6 +32,18 @@ def acme(cast, make_endpoint, make_user):
         expires_at=cast.owner.date_joined.replace(year=2100),
     )
     key, _ = api_key_create(creator=cast.admin, name="acme key", scopes=["admin"], expires_at=None)
+    mail_to = {"addresses": ["ops@acme.test"], "to_members": False}
+    channel = channel_create(organization=cast.org, name="Acme mail", kind="email", config=mail_to)
+    off = channel_create(
+        organization=cast.org, name="Acme off", kind="email", config=mail_to, enabled=False
+    )
+    start = timezone.now() + timedelta(days=1)
+    window = maintenance_window_save(
+        window=MaintenanceWindow(organization=cast.org),
+        name="Acme upgrade",
+        starts_at=start,
+        ends_at=start + timedelta(hours=1),
+    )
     return {
         "endpoint": endpoint,
         "paused": paused,
@@ -37,6 +51,9 @@ def acme(cast, make_endpoint, make_user):
         "key": key,
         "member": cast.member,
         "project": cast.project,
+        "channel": channel,
+        "off": off,
+        "window": window,
     }
 
 
@@ -51,6 +68,9 @@ def snapshot():
         ),
         "keys": sorted(ApiKey.objects.values_list("id", "revoked_at")),
         "checks": CheckResult.objects.count(),
+        "channels": sorted(NotificationChannel.objects.values_list("id", "name", "enabled")),
+        "windows": sorted(MaintenanceWindow.objects.values_list("id", "name")),
+        "deliveries": Delivery.objects.count(),
     }
 
 
@@ -78,6 +98,11 @@ POSTS = [
     ("/api-keys/{key}/revoke", {}),
     ("/projects/{project}/rename", {"name": "pwned"}),
     ("/projects/{project}/delete", {}),
+    ("/alerts/channels/{channel}/disable", {}),
+    ("/alerts/channels/{off}/enable", {}),
+    ("/alerts/channels/{channel}/test", {}),
+    ("/alerts/channels/{channel}/delete", {}),
+    ("/alerts/maintenance/{window}/delete", {}),
 ]
 
 
@@ -138,7 +163,8 @@ def test_the_outsider_overview_never_shows_acme(pages, cast, acme, record):
         ],
     )
     assert Incident.objects.filter(endpoint=acme["endpoint"]).exists()
-    for url in ["/", f"/?project={cast.project.pk}", "/compare", "/projects", "/api-keys", "/team"]:
+    urls = ["/", f"/?project={cast.project.pk}", "/compare", "/projects", "/api-keys", "/team"]
+    for url in [*urls, "/alerts"]:
         source = pages.as_user(cast.outsider).get(url).content.decode()
         assert "Acme" not in source, url
         assert "acme" not in source.replace("owner@globex.test", ""), url
@@ -237,11 +263,19 @@ def test_the_same_endpoint_is_visible_once_granted(pages, cast, hidden):
 
 
 @pytest.mark.parametrize(
-    "url", ["/endpoints/not-a-uuid", "/endpoints/123", "/team/x/remove", "/api-keys/1/revoke"]
+    "url",
+    [
+        "/endpoints/not-a-uuid",
+        "/endpoints/123",
+        "/team/x/remove",
+        "/api-keys/1/revoke",
+        "/alerts/channels/1/delete",
+        "/alerts/maintenance/x/delete",
+    ],
 )
 def test_malformed_ids_are_404(pages, cast, url):
     pages.as_user(cast.owner)
 
-    response = pages.post(url) if "remove" in url or "revoke" in url else pages.get(url)
+    response = pages.post(url) if url.endswith(("remove", "revoke", "delete")) else pages.get(url)
 
     assert_not_found(response)

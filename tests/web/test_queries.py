@@ -1,5 +1,6 @@
 """The pages read with a fixed number of queries, however many rows they show."""
 
+import uuid
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -9,6 +10,8 @@ from django.test.utils import CaptureQueriesContext
 
 from accounts.models import Invitation, Project, Role
 from apikeys.services import api_key_create
+from monitoring.alerts.models import Delivery, MaintenanceWindow
+from monitoring.alerts.services import channel_create, maintenance_window_save
 from tests.web.conftest import html
 
 NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
@@ -18,8 +21,14 @@ MINUTE = timedelta(minutes=1)
 # period's rollups and coverage (pauses, incidents) read once and shared by its reports, the
 # 24 h series, the previous period's errors and the top causes, recent checks and incidents:
 # 15 to 17 by period (the rollup tiers that tile it), whatever the history holds; and the
-# ids of the projects the user sees, read on their own (`visible_project_ids`).
-ENDPOINT_PAGE_CEILING = 18
+# ids of the projects the user sees, read on their own (`visible_project_ids`); and the
+# organization's maintenance windows (none here: the link tables are then not read).
+ENDPOINT_PAGE_CEILING = 19
+# The alerts page: session, user and organization; the projects the user sees, the channels
+# with their latest deliveries (one prefetch), the windows, the scope link tables of both
+# (two each) and the scoped endpoints' names: 12; for a member, three more: the ids of its
+# projects, read by each list (`visible_to`) and by the filter of its channels' deliveries.
+ALERTS_PAGE_CEILING = 15
 
 
 def count(pages, url):
@@ -201,3 +210,55 @@ def test_edit_and_new_endpoint_forms_cost_the_same_for_3_and_30_projects(
     ]
 
     assert many == few
+
+
+@pytest.mark.parametrize("who", ["owner", "member"])
+def test_alerts_page_costs_the_same_for_3_and_30_channels(pages, cast, make_endpoint, who):
+    second = Project.objects.create(organization=cast.org, name="Second")
+    sites = [
+        make_endpoint(project, name=f"site {n}") for n, project in enumerate([cast.project, second])
+    ]
+
+    def add(n):
+        channel = channel_create(
+            organization=cast.org,
+            name=f"channel {n:02}",
+            kind="slack" if n % 2 else "email",
+            config={"url": f"https://hooks.slack.com/services/T/B/{n}"}
+            if n % 2
+            else {"addresses": [f"ops{n}@acme.test"], "to_members": True},
+            projects=[cast.project, second][: n % 3],
+            endpoints=sites[: n % 2],
+        )
+        for k in range(n % 7):
+            Delivery.objects.create(
+                channel=channel,
+                event="incident.opened",
+                event_id=uuid.uuid4(),
+                occurred_at=NOW - k * MINUTE,
+                status="failed",
+                last_error=f"HTTP 50{k}",
+            )
+        maintenance_window_save(
+            window=MaintenanceWindow(organization=cast.org),
+            name=f"window {n:02}",
+            starts_at=NOW + n * MINUTE,
+            ends_at=NOW + (n + 60) * MINUTE,
+            recurrence="weekly" if n % 2 else "",
+            projects=[second][: n % 2],
+            endpoints=sites[: n % 3],
+        )
+
+    for n in range(3):
+        add(n)
+    with time_machine.travel(NOW, tick=False):
+        pages.as_user(getattr(cast, who))
+    few, small = count(pages, "/alerts")
+    for n in range(3, 30):
+        add(n)
+    many, large = count(pages, "/alerts")
+
+    assert html(small).count("<tr data-channel=") == 3
+    assert html(large).count("<tr data-channel=") == 30
+    assert many == few, (few, many)
+    assert many <= ALERTS_PAGE_CEILING, many

@@ -1,9 +1,14 @@
 """Who may do what on the pages: the API's role rules, enforced by the same services."""
 
+from datetime import timedelta
+
 import pytest
+from django.utils import timezone
 
 from accounts.models import Invitation, Project, Role, User
 from apikeys.services import api_key_create
+from monitoring.alerts.models import Delivery, MaintenanceWindow, NotificationChannel
+from monitoring.alerts.services import channel_create, maintenance_window_save
 from monitoring.models import Endpoint
 from tests.web.conftest import Markup, fragment, html, visible_text
 
@@ -28,6 +33,26 @@ def invitation(cast):
     )
 
 
+@pytest.fixture
+def alerting(cast):
+    """A channel and a maintenance window for the whole organization: the member sees them."""
+    channel = channel_create(
+        organization=cast.org,
+        name="Ops mail",
+        kind="email",
+        config={"addresses": ["ops@acme.test"], "to_members": False},
+        enabled=False,
+    )
+    start = timezone.now() + timedelta(days=1)
+    window = maintenance_window_save(
+        window=MaintenanceWindow(organization=cast.org),
+        name="Upgrade",
+        starts_at=start,
+        ends_at=start + timedelta(hours=1),
+    )
+    return channel, window
+
+
 def roles():
     return dict(User.objects.values_list("email", "role"))
 
@@ -39,6 +64,9 @@ def state():
         sorted(Project.objects.values_list("name", flat=True)),
         list(Invitation.objects.values_list("email", "revoked_at")),
         sorted((u.email, [p.name for p in u.projects.all()]) for u in User.objects.all()),
+        sorted(NotificationChannel.objects.values_list("id", "name", "enabled")),
+        sorted(MaintenanceWindow.objects.values_list("id", "name")),
+        Delivery.objects.count(),
     )
 
 
@@ -62,19 +90,35 @@ MANAGER_POSTS = [
     ("/projects/new", lambda c, s, i: {"name": "Mine"}),
     ("/projects/{project}/rename", lambda c, s, i: {"name": "Renamed"}),
     ("/projects/{second}/delete", lambda c, s, i: {}),
+    (
+        "/alerts/channels/new",
+        lambda c, s, i: {"name": "Mine", "kind": "email", "addresses": "me@acme.test"},
+    ),
+    ("/alerts/channels/{channel}/enable", lambda c, s, i: {}),
+    ("/alerts/channels/{channel}/disable", lambda c, s, i: {}),
+    ("/alerts/channels/{channel}/test", lambda c, s, i: {}),
+    ("/alerts/channels/{channel}/delete", lambda c, s, i: {}),
+    (
+        "/alerts/maintenance/new",
+        lambda c, s, i: {"starts_at": "2030-01-01T00:00", "ends_at": "2030-01-01T01:00"},
+    ),
+    ("/alerts/maintenance/{window}/delete", lambda c, s, i: {}),
 ]
 
 
 @pytest.mark.parametrize(("pattern", "body"), MANAGER_POSTS, ids=[p for p, _ in MANAGER_POSTS])
 def test_member_gets_403_on_every_management_post_and_nothing_changes(
-    pages, cast, second, invitation, outbox, pattern, body
+    pages, cast, second, invitation, alerting, outbox, pattern, body
 ):
+    channel, window = alerting
     url = pattern.format(
         admin=cast.admin.pk,
         member=cast.member.pk,
         invitation=invitation.pk,
         project=cast.project.pk,
         second=second.pk,
+        channel=channel.pk,
+        window=window.pk,
     )
     before = state()
 

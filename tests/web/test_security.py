@@ -8,6 +8,7 @@ from django.utils import timezone
 
 from accounts.models import Invitation, Organization, Project
 from apikeys.services import api_key_create
+from monitoring.alerts.services import channel_create
 from monitoring.models import Incident
 from tests.helpers import PASSWORD
 from tests.web.conftest import Markup, html
@@ -28,6 +29,7 @@ SIGNED_IN = [
     "/projects",
     "/api-keys",
     "/account",
+    "/alerts",
 ]
 ANONYMOUS = [
     "/login",
@@ -200,7 +202,17 @@ ERROR = "<script>alert(3)</script>"
 DETAIL = '"><script>alert(4)</script>'
 CAUSE_START = "<svg onload=alert(5)>"
 KEY_NAME = "<b onmouseover=alert(6)>key</b>"
-HOSTILE = [ENDPOINT_NAME, PROJECT_NAME, ERROR, DETAIL, CAUSE_START, KEY_NAME, "alert(2)</script>"]
+CHANNEL_NAME = "<i onclick=alert(15)>hook</i>"
+HOSTILE = [
+    ENDPOINT_NAME,
+    PROJECT_NAME,
+    ERROR,
+    DETAIL,
+    CAUSE_START,
+    KEY_NAME,
+    CHANNEL_NAME,
+    "alert(2)</script>",
+]
 
 
 def escaped(text):
@@ -230,6 +242,13 @@ def hostile(cast, make_endpoint, record_observed):
     )
     assert Incident.objects.get(endpoint=endpoint).cause == CAUSE_START
     api_key_create(creator=cast.owner, name=KEY_NAME, scopes=["admin"], expires_at=None)
+    channel_create(
+        organization=cast.org,
+        name=CHANNEL_NAME,
+        kind="email",
+        config={"addresses": ["ops@acme.test"], "to_members": True},
+        endpoints=[endpoint],
+    )
     Invitation.objects.create(
         organization=cast.org,
         email="invited@acme.test",
@@ -258,6 +277,7 @@ def hostile_pages(endpoint):
         "/endpoints/new": [PROJECT_NAME],
         "/api-keys": [KEY_NAME],
         "/account": [ORG_NAME],
+        "/alerts": [CHANNEL_NAME, ENDPOINT_NAME, PROJECT_NAME],
     }
 
 
