@@ -64,6 +64,7 @@ bench: $(VENV)/.installed
 	$(BIN)/python bench/analytics.py $(BENCH_ARGS)
 	$(BIN)/python bench/charts.py $(BENCH_ARGS)
 	$(BIN)/python bench/dashboards.py $(BENCH_ARGS)
+	$(BIN)/python bench/alerts.py $(BENCH_ARGS)
 	$(BIN)/python bench/load.py $(BENCH_ARGS)
 
 migrate: $(VENV)/.installed
