@@ -175,6 +175,20 @@ def measure_sweep(runs: int) -> None:
     )
     print("\n".join(_plan(lookup.values_list("incident_id", flat=True))))
 
+    # Every sweep also looks for openings held back by a maintenance that has ended: none
+    # due, with the 1,000 suppressed rows decided, then held until their windows end.
+    held = Delivery.objects.filter(status=DeliveryStatus.SUPPRESSED)
+    for label, look in (("decided", None), ("held for 1 h", start + timedelta(hours=1))):
+        held.update(next_attempt_at=look)
+        times = _timed(runs, lambda run: delivery.openings_release(now=start))
+        print(
+            f"   openings_release, none due, {held.count():,} suppressed {label}: "
+            f"p50 {_ms(times, 50)} ms, p95 {_ms(times, 95)} ms, "
+            f"{_queries(lambda: delivery.openings_release(now=start))} queries"
+        )
+    release = Delivery.objects.held(start).order_by("next_attempt_at").select_for_update()
+    print("\n".join(_plan(release.values_list("pk", flat=True)[:500])))
+
 
 def _due_query(now: Any) -> Any:
     """The sweep's query, as `deliveries_dispatch` builds it."""

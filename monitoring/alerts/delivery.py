@@ -15,6 +15,7 @@ import hmac
 import logging
 import time
 import uuid
+from collections import defaultdict
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
@@ -28,6 +29,7 @@ from django.utils import timezone
 
 from accounts.models import MANAGER_ROLES, User
 from monitoring.alerts import messages
+from monitoring.alerts.maintenance import maintenance_intervals
 from monitoring.alerts.models import (
     ChannelKind,
     Delivery,
@@ -37,7 +39,7 @@ from monitoring.alerts.models import (
     NotificationEvent,
 )
 from monitoring.alerts.transport import MAX_ERROR_LENGTH, Sent, post_json
-from monitoring.models import Endpoint
+from monitoring.models import Endpoint, Incident
 
 logger = logging.getLogger(__name__)
 SIGNATURE_HEADER = "X-Healthmon-Signature"
@@ -45,6 +47,8 @@ EVENT_HEADER = "X-Healthmon-Event"
 ID_HEADER = "X-Healthmon-Delivery"
 # How long a queued or running delivery is held before the sweep may send it again.
 HOLD = timedelta(seconds=60)
+# How far ahead a held opening's maintenance is read; a longer one is read again then.
+HELD_HORIZON = timedelta(days=1)
 
 
 def signature(secret: str, body: bytes) -> str:
@@ -75,6 +79,57 @@ def deliveries_dispatch(*, now: datetime | None = None, limit: int = 500) -> int
         Delivery.objects.filter(pk__in=[pk for pk, _ in due]).update(next_attempt_at=now + HOLD)
         transaction.on_commit(lambda: queue(due))
     return len(due)
+
+
+def openings_release(*, now: datetime | None = None, limit: int = 500) -> int:
+    """Send the openings maintenance held back whose incident outlasted the window: an
+    outage still going on when its maintenance ends is told of then. Beat runs this with
+    the sweep; returns the openings released.
+
+    A held opening whose endpoint is still in maintenance is looked at again when that
+    ends (or in a day, for longer windows); one whose incident resolved meanwhile stays
+    suppressed for good, as its resolution is. The incidents are locked while this
+    decides, so a resolution written meanwhile either waits and is then sent (its opening
+    was) or was written first and the opening stays held back.
+    """
+    now = now or timezone.now()
+    with transaction.atomic():
+        held = list(
+            Delivery.objects.held(now)
+            .order_by("next_attempt_at")
+            .select_for_update(skip_locked=True)
+            .only("pk", "incident_id", "attempts")[:limit]
+        )
+        if not held:
+            return 0
+        incidents: dict[uuid.UUID | None, Incident] = {
+            incident.pk: incident
+            for incident in Incident.objects.select_for_update(skip_locked=True, of=("self",))
+            .select_related("endpoint")
+            .filter(pk__in={d.incident_id for d in held})
+        }
+        held = [d for d in held if d.incident_id in incidents]  # the rest: next sweep
+        endpoints = list({i.endpoint_id: i.endpoint for i in incidents.values()}.values())
+        busy = maintenance_intervals(endpoints, now, now + HELD_HORIZON)
+        released: list[Delivery] = []
+        later: defaultdict[datetime | None, list[uuid.UUID]] = defaultdict(list)
+        for opening in held:
+            incident = incidents[opening.incident_id]
+            ongoing = busy.get(incident.endpoint_id, [])
+            if incident.resolved_at is not None:
+                later[None].append(opening.pk)
+            elif ongoing and ongoing[0][0] <= now:
+                later[ongoing[0][1]].append(opening.pk)
+            else:
+                released.append(opening)
+        for at, pks in later.items():
+            Delivery.objects.filter(pk__in=pks).update(next_attempt_at=at)
+        Delivery.objects.filter(pk__in=[d.pk for d in released]).update(
+            status=DeliveryStatus.PENDING, next_attempt_at=now + HOLD
+        )
+        pending = [(str(d.pk), d.attempts) for d in released]
+        transaction.on_commit(lambda: queue(pending))
+    return len(released)
 
 
 def _recipients(channel: NotificationChannel, delivery: Delivery) -> list[str]:

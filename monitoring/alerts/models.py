@@ -232,6 +232,15 @@ class DeliveryQuerySet(models.QuerySet["Delivery"]):
         held while their task is queued or running."""
         return self.filter(status=DeliveryStatus.PENDING, next_attempt_at__lte=now)
 
+    def held(self, now: datetime) -> "DeliveryQuerySet":
+        """Openings maintenance held back that are due a look: is the endpoint out of its
+        maintenance, and the incident still open?"""
+        return self.filter(
+            status=DeliveryStatus.SUPPRESSED,
+            event=NotificationEvent.OPENED,
+            next_attempt_at__lte=now,
+        )
+
     def visible_to(self, user: User) -> "DeliveryQuerySet":
         """All for managers; for a member, tests and those about incidents in its projects
         (an organization-wide channel also carries the other projects')."""
@@ -265,7 +274,8 @@ class Delivery(models.Model):
     )
     attempts = models.PositiveSmallIntegerField(default=0)
     # When the sweep may send it: the end of its back-off, or, while its task is queued or
-    # running, the end of that hold (a task the broker lost is sent again then).
+    # running, the end of that hold (a task the broker lost is sent again then). On an
+    # opening held back by maintenance: when to look again whether it can be sent.
     next_attempt_at = models.DateTimeField(null=True, blank=True)
     last_error = models.CharField(max_length=500, blank=True)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
@@ -285,6 +295,11 @@ class Delivery(models.Model):
                 fields=["next_attempt_at"],
                 name="delivery_due_idx",
                 condition=Q(status="pending"),
+            ),
+            models.Index(
+                fields=["next_attempt_at"],
+                name="delivery_held_idx",
+                condition=Q(status="suppressed", next_attempt_at__isnull=False),
             ),
         ]
 

@@ -214,8 +214,10 @@ def notifications_queue(
     once the transaction commits. Called by `checks_record`, inside its transaction.
 
     Nothing is sent for an endpoint in maintenance: its deliveries are stored as
-    suppressed, and so is the resolution of an incident whose opening was. Returns the
-    deliveries written. No query runs when no incident moved.
+    suppressed, and so is the resolution of an incident whose opening was. A held opening
+    is sent when the maintenance ends if the incident is still open
+    (`delivery.openings_release`). Returns the deliveries written. No query runs when no
+    incident moved.
     """
     events = [(i, NotificationEvent.OPENED) for i in opened]
     events += [(i, NotificationEvent.RESOLVED) for i in resolved]
@@ -315,6 +317,9 @@ def _delivery(
     document: dict[str, Any],
     suppressed: bool,
 ) -> Delivery:
+    next_look: datetime | None = now + HOLD
+    if suppressed:  # an opening is looked at again: it is sent if it outlasts the window
+        next_look = now if event == NotificationEvent.OPENED else None
     return Delivery(
         channel=channel,
         event=event,
@@ -323,5 +328,5 @@ def _delivery(
         occurred_at=now,
         payload=document,
         status=DeliveryStatus.SUPPRESSED if suppressed else DeliveryStatus.PENDING,
-        next_attempt_at=None if suppressed else now + HOLD,
+        next_attempt_at=next_look,
     )

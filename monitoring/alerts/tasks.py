@@ -16,5 +16,6 @@ def deliver(delivery_id: str, made: int | None = None) -> str | None:
 
 @shared_task(ignore_result=True, acks_late=False, soft_time_limit=50, time_limit=60)
 def dispatch_deliveries() -> int:
-    """Queue deliveries whose next attempt is due, or whose task was lost."""
-    return delivery.deliveries_dispatch()
+    """Queue deliveries whose next attempt is due, or whose task was lost, and openings
+    held back by a maintenance that has ended while their incident goes on."""
+    return delivery.openings_release() + delivery.deliveries_dispatch()

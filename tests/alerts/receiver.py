@@ -6,6 +6,9 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from monitoring.alerts import services
+from monitoring.alerts.models import NotificationChannel
+
 
 @dataclass(frozen=True)
 class Received:
@@ -69,3 +72,10 @@ class Receiver:
         self._server.shutdown()
         self._server.server_close()
         self._thread.join()
+
+
+def webhook(cast: Any, url: str, **fields: Any) -> NotificationChannel:
+    """A webhook channel of the cast's organization, pointed at a receiver."""
+    return services.channel_create(
+        organization=cast.org, name="Ops hook", kind="webhook", config={"url": url}, **fields
+    )

@@ -7,7 +7,6 @@ import hashlib
 import hmac
 import json
 import logging
-from collections.abc import Callable, Iterator
 from datetime import timedelta
 from typing import Any
 
@@ -31,49 +30,9 @@ from monitoring.alerts.models import (
 from monitoring.alerts.services import event_key
 from monitoring.alerts.tasks import deliver
 from monitoring.models import Endpoint
-from tests.alerts.receiver import Receiver
+from tests.alerts.receiver import Receiver, webhook
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def _loopback_allowed(settings: Any) -> None:
-    """The receivers listen on loopback, which the policy allows only when told."""
-    settings.PROBE_ALLOW_PRIVATE_NETWORKS = False
-    settings.PROBE_ALLOWED_NETWORKS = ["127.0.0.0/8"]
-    settings.NOTIFY_RETRY_BASE_SECONDS = 30
-    settings.NOTIFY_MAX_ATTEMPTS = 6
-    settings.NOTIFY_FLAG_AFTER = 3
-
-
-@pytest.fixture
-def receiver() -> Iterator[Receiver]:
-    peer = Receiver()
-    yield peer
-    peer.stop()
-
-
-@pytest.fixture
-def endpoint(cast: Any, make_endpoint: Callable[..., Endpoint]) -> Endpoint:
-    return make_endpoint(cast.project, name="Checkout API", failure_threshold=1)
-
-
-@pytest.fixture
-def go_down(record: Callable[..., int], django_capture_on_commit_callbacks: Any) -> Callable:
-    """Store a failed, then (optionally) a successful check, running on-commit work."""
-
-    def run(endpoint: Endpoint, ok: bool = False, at: Any = None) -> None:
-        at = at or timezone.now()
-        with django_capture_on_commit_callbacks(execute=True):
-            record(endpoint, [(at, ok, 20.0, "" if ok else "unexpected status 503")])
-
-    return run
-
-
-def webhook(cast: Any, url: str, **fields: Any) -> NotificationChannel:
-    return services.channel_create(
-        organization=cast.org, name="Ops hook", kind="webhook", config={"url": url}, **fields
-    )
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("loopback_allowed")]
 
 
 def dispatch(after: timedelta, capture: Any) -> int:

@@ -334,6 +334,13 @@ class DeliverySerializer(serializers.ModelSerializer[Delivery]):
             "tries",
         ]
         read_only_fields = fields
+        extra_kwargs = {
+            "next_attempt_at": {
+                "help_text": "Pending: when the next attempt is due. An opening suppressed "
+                "by maintenance: when it is looked at again (sent then if the maintenance is "
+                "over and the incident still open). Otherwise null."
+            }
+        }
 
 
 # --- maintenance windows ----------------------------------------------------------------------
