@@ -240,6 +240,7 @@ def notifications_queue(
     if not heard:
         return 0
     held = _held_back([(i, e) for i, e, _ in heard], endpoints)
+    quiet = _suppressed_openings([i for i, e, _ in heard if e == NotificationEvent.RESOLVED])
     rows = []
     for incident, event, covering in heard:
         endpoint = endpoints[incident.endpoint_id]
@@ -252,8 +253,12 @@ def notifications_queue(
             endpoint=endpoint,
             project_name=names[endpoint.project_id],
         )
-        suppressed = (incident.pk, event) in held
-        rows += [_delivery(c, event, key, incident, now, document, suppressed) for c in covering]
+        for channel in covering:
+            suppressed = (incident.pk, event) in held
+            if event == NotificationEvent.RESOLVED:  # told only where its opening was
+                opening_held = (incident.pk, NotificationEvent.OPENED) in held  # this batch
+                suppressed |= opening_held or (incident.pk, channel.pk) in quiet
+            rows.append(_delivery(channel, event, key, incident, now, document, suppressed))
     stored = Delivery.objects.bulk_create(rows, ignore_conflicts=True)
     pending = [(str(d.pk), 0) for d in stored if d.status == DeliveryStatus.PENDING]
     if pending:
@@ -281,22 +286,20 @@ def _held_back(
     events: Sequence[tuple[Incident, str]], endpoints: dict[uuid.UUID, Endpoint]
 ) -> set[tuple[uuid.UUID, str]]:
     """(incident id, event) of the events maintenance holds back: those that happened
-    inside a window of their endpoint (judged at their own time, not at ingest's), and
-    the resolution of an incident whose opening was held back."""
+    inside a window of their endpoint (judged at their own time, not at ingest's)."""
     times = [_event_time(incident, event) for incident, event in events]
     involved = list({i.endpoint_id: endpoints[i.endpoint_id] for i, _ in events}.values())
     intervals = maintenance_intervals(involved, min(times), max(times) + timedelta(microseconds=1))
-    held = {
+    return {
         (incident.pk, event)
         for (incident, event), moment in zip(events, times, strict=True)
         if any(s <= moment < e for s, e in intervals.get(incident.endpoint_id, ()))
     }
-    resolved = [i for i, event in events if event == NotificationEvent.RESOLVED]
-    return held | {(pk, NotificationEvent.RESOLVED) for pk in _suppressed_openings(resolved)}
 
 
-def _suppressed_openings(resolved: Sequence[Incident]) -> set[uuid.UUID]:
-    """Incidents among these whose opening was held back by maintenance."""
+def _suppressed_openings(resolved: Sequence[Incident]) -> set[tuple[uuid.UUID, uuid.UUID]]:
+    """(incident id, channel id) of the openings of these incidents that maintenance held
+    back and that were not sent since: their resolutions are held back too."""
     if not resolved:
         return set()
     # By incident (an indexed foreign key): the deliveries table only grows.
@@ -305,7 +308,7 @@ def _suppressed_openings(resolved: Sequence[Incident]) -> set[uuid.UUID]:
         event=NotificationEvent.OPENED,
         status=DeliveryStatus.SUPPRESSED,
     )
-    return set(held.values_list("incident_id", flat=True))
+    return set(held.values_list("incident_id", "channel_id"))
 
 
 def _delivery(

@@ -76,6 +76,7 @@ class Receiver:
 
 def webhook(cast: Any, url: str, **fields: Any) -> NotificationChannel:
     """A webhook channel of the cast's organization, pointed at a receiver."""
+    fields.setdefault("name", "Ops hook")
     return services.channel_create(
-        organization=cast.org, name="Ops hook", kind="webhook", config={"url": url}, **fields
+        organization=cast.org, kind="webhook", config={"url": url}, **fields
     )

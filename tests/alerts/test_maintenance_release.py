@@ -143,6 +143,49 @@ def test_only_the_ended_windows_openings_are_sent(
     )
 
 
+def test_a_resolution_goes_only_to_the_channels_told_of_the_opening(
+    cast, endpoint, receiver, go_down, django_capture_on_commit_callbacks
+):
+    first, second = webhook(cast, receiver.url), webhook(cast, receiver.url, name="Other")
+    now = timezone.now()
+    window(cast, now - timedelta(minutes=5), now + timedelta(minutes=10))
+    go_down(endpoint, at=now)
+    with django_capture_on_commit_callbacks(execute=True):  # one opening this sweep
+        assert openings_release(now=now + timedelta(minutes=11), limit=1) == 1
+    told = Delivery.objects.get(status=DeliveryStatus.DELIVERED).channel_id
+    untold = ({first.pk, second.pk} - {told}).pop()
+
+    go_down(endpoint, ok=True, at=now + timedelta(minutes=12))
+
+    assert events(receiver) == ["incident.opened", "incident.resolved"]
+    resolutions = Delivery.objects.filter(event="incident.resolved")
+    assert {(d.channel_id, d.status) for d in resolutions} == {
+        (told, DeliveryStatus.DELIVERED),
+        (untold, DeliveryStatus.SUPPRESSED),
+    }
+    with django_capture_on_commit_callbacks(execute=True):  # the other one, too late
+        assert openings_release(now=now + timedelta(minutes=13)) == 0
+    assert len(receiver.requests) == 2
+
+
+def test_an_outage_over_across_the_end_of_its_window_in_one_batch_is_never_told(
+    cast, endpoint, receiver, record, django_capture_on_commit_callbacks, release
+):
+    webhook(cast, receiver.url)
+    now = timezone.now()
+    window(cast, now - timedelta(minutes=5), now + timedelta(minutes=1))
+    checks = [(now, False, 20.0, "timeout"), (now + timedelta(minutes=2), True, 20.0)]
+    with django_capture_on_commit_callbacks(execute=True):
+        record(endpoint, checks)  # opened inside the window, resolved after it
+
+    assert receiver.requests == []
+    assert release(now + timedelta(minutes=3)) == 0
+    assert set(Delivery.objects.values_list("event", "status")) == {
+        ("incident.opened", DeliveryStatus.SUPPRESSED),
+        ("incident.resolved", DeliveryStatus.SUPPRESSED),
+    }
+
+
 def test_the_beat_sweep_releases_openings_whose_window_has_ended(
     cast, endpoint, receiver, go_down, django_capture_on_commit_callbacks
 ):
