@@ -253,11 +253,14 @@ def notifications_queue(
             endpoint=endpoint,
             project_name=names[endpoint.project_id],
         )
+        # A resolution is told only where its opening was: held in this batch, everywhere;
+        # held earlier (and not released since), on those channels.
+        resolution = event == NotificationEvent.RESOLVED
+        everywhere = (incident.pk, event) in held or (
+            resolution and (incident.pk, NotificationEvent.OPENED) in held
+        )
         for channel in covering:
-            suppressed = (incident.pk, event) in held
-            if event == NotificationEvent.RESOLVED:  # told only where its opening was
-                opening_held = (incident.pk, NotificationEvent.OPENED) in held  # this batch
-                suppressed |= opening_held or (incident.pk, channel.pk) in quiet
+            suppressed = everywhere or (resolution and (incident.pk, channel.pk) in quiet)
             rows.append(_delivery(channel, event, key, incident, now, document, suppressed))
     stored = Delivery.objects.bulk_create(rows, ignore_conflicts=True)
     pending = [(str(d.pk), 0) for d in stored if d.status == DeliveryStatus.PENDING]
