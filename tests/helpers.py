@@ -2,6 +2,9 @@
 
 from typing import Any
 
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
 PASSWORD = "correct-horse-battery-9"
 
 
@@ -16,3 +19,11 @@ def assert_problem(response: Any, status: int, code: str) -> dict[str, Any]:
     assert body["title"]
     assert body["detail"]
     return body
+
+
+def queries_of_get(client: Any, path: str) -> int:
+    """The queries a GET of the path makes (it must answer 200)."""
+    with CaptureQueriesContext(connection) as captured:
+        response = client.get(path)
+    assert response.status_code == 200, response.content
+    return len(captured)

@@ -8,8 +8,6 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from django.db import connection
-from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from accounts.models import Project
@@ -18,7 +16,7 @@ from monitoring.alerts.models import Delivery, DeliveryAttempt, NotificationChan
 from monitoring.alerts.services import channel_create
 from monitoring.models import Incident
 from tests.alerts.receiver import Receiver
-from tests.helpers import assert_problem
+from tests.helpers import assert_problem, queries_of_get
 
 URL = "/api/v1/notification-channels"
 FIELDS = {
@@ -281,17 +279,12 @@ def test_the_list_reads_a_page_in_a_fixed_number_of_queries(api, cast, make_endp
     endpoint = make_endpoint(cast.project)
     api.as_user(cast.owner)
 
-    def queries() -> int:
-        with CaptureQueriesContext(connection) as captured:
-            assert api.get(URL).status_code == 200
-        return len(captured)
-
     make_channel(cast, projects=[cast.project], endpoints=[endpoint])
-    one = queries()
+    one = queries_of_get(api, URL)
     for n in range(5):
         make_channel(cast, name=f"C{n}", projects=[cast.project], endpoints=[endpoint])
 
-    assert queries() == one
+    assert queries_of_get(api, URL) == one
     assert one <= 6
 
 
@@ -670,17 +663,12 @@ def test_deliveries_are_newest_first_in_a_fixed_number_of_queries(api, cast):
     api.as_user(cast.owner)
     path = f"{URL}/{channel.id}/deliveries"
 
-    def queries() -> int:
-        with CaptureQueriesContext(connection) as captured:
-            assert api.get(path).status_code == 200
-        return len(captured)
-
     _delivery(channel, tries=2)
-    one = queries()
+    one = queries_of_get(api, path)
     for n in range(1, 6):
         _delivery(channel, tries=3, minutes=n)
 
-    assert queries() == one
+    assert queries_of_get(api, path) == one
     results = api.get(path).json()["results"]
     assert [len(d["tries"]) for d in results] == [3, 3, 3, 3, 3, 2]
     assert [t["error"] for t in results[0]["tries"]] == ["try 0", "try 1", "try 2"]

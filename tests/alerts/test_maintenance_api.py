@@ -7,12 +7,10 @@ from typing import Any
 
 import pytest
 import time_machine
-from django.db import connection
-from django.test.utils import CaptureQueriesContext
 
 from accounts.models import Project
 from monitoring.alerts.models import MaintenanceWindow
-from tests.helpers import assert_problem
+from tests.helpers import assert_problem, queries_of_get
 
 URL = "/api/v1/maintenance-windows"
 FIELDS = {
@@ -200,17 +198,12 @@ def test_the_list_reads_a_page_in_a_fixed_number_of_queries(api, cast, make_endp
     endpoint = make_endpoint(cast.project)
     api.as_user(cast.owner)
 
-    def queries() -> int:
-        with CaptureQueriesContext(connection) as captured:
-            assert api.get(URL).status_code == 200
-        return len(captured)
-
     make_window(cast, projects=[cast.project], endpoints=[endpoint])
-    one = queries()
+    one = queries_of_get(api, URL)
     for n in range(5):
         make_window(cast, name=f"W{n}", projects=[cast.project], endpoints=[endpoint])
 
-    assert queries() == one
+    assert queries_of_get(api, URL) == one
     assert one <= 6
 
 
