@@ -15,7 +15,7 @@ from rest_framework import serializers
 
 from accounts.models import Invitation, Project, User
 from apikeys.models import ApiKey
-from monitoring.alerts.models import MaintenanceWindow, NotificationChannel
+from alerts.models import MaintenanceWindow, NotificationChannel
 from monitoring.models import Endpoint, Incident
 
 M = TypeVar("M", bound=models.Model)

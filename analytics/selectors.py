@@ -21,7 +21,7 @@ from analytics import histogram
 from analytics.latency import Latency
 from analytics.models import Rollup
 from analytics.windows import BUCKETS, Window, floor, tiles
-from monitoring.alerts.maintenance import maintenance_intervals
+from alerts.maintenance import maintenance_intervals
 from monitoring.models import (
     SLA_TIERS,
     Endpoint,

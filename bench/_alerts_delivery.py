@@ -73,9 +73,9 @@ def _world(urls: dict[int, str], count: int) -> dict[str, tuple[Any, list[uuid.U
     from django.utils import timezone
 
     from accounts.services import organization_create
-    from monitoring.alerts import messages
-    from monitoring.alerts.models import Delivery, NotificationEvent
-    from monitoring.alerts.services import channel_create
+    from alerts import messages
+    from alerts.models import Delivery, NotificationEvent
+    from alerts.services import channel_create
     from monitoring.models import Incident
 
     now = timezone.now()
@@ -152,8 +152,8 @@ def _attempts(ids: list[uuid.UUID], expected: str) -> tuple[list[object], str]:
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    from monitoring.alerts.delivery import delivery_attempt
-    from monitoring.alerts.models import DeliveryAttempt
+    from alerts.delivery import delivery_attempt
+    from alerts.models import DeliveryAttempt
 
     for pk in ids[:WARMUP]:
         delivery_attempt(delivery_id=pk)
@@ -180,9 +180,9 @@ def _transport_rows(url: str, channel: Any, delivery_id: uuid.UUID, count: int) 
     body and headers through one reused `requests` session (no policy): the floor."""
     import requests
 
-    from monitoring.alerts import messages
-    from monitoring.alerts.delivery import EVENT_HEADER, SIGNATURE_HEADER, send_once, signature
-    from monitoring.alerts.models import Delivery
+    from alerts import messages
+    from alerts.delivery import EVENT_HEADER, SIGNATURE_HEADER, send_once, signature
+    from alerts.models import Delivery
 
     delivery = Delivery.objects.get(pk=delivery_id)
     body = messages.encode(delivery.payload)

@@ -80,8 +80,8 @@ def _fill_outbox(now: Any) -> None:
     from django.db import connection
 
     from accounts.services import organization_create
-    from monitoring.alerts.models import Delivery
-    from monitoring.alerts.services import channel_create
+    from alerts.models import Delivery
+    from alerts.services import channel_create
 
     org, _ = organization_create(name="Outbox")
     channels = [
@@ -121,8 +121,8 @@ def measure_sweep(runs: int) -> None:
     """`deliveries_dispatch` over a 100,000-row outbox, three ways."""
     from django.utils import timezone
 
-    from monitoring.alerts import delivery, services
-    from monitoring.alerts.models import Delivery, DeliveryStatus
+    from alerts import delivery, services
+    from alerts.models import Delivery, DeliveryStatus
     from monitoring.models import Incident
 
     print(f"\n3. sweep: deliveries_dispatch over {OUTBOX:,} deliveries, {PENDING:,} pending")
@@ -192,7 +192,7 @@ def measure_sweep(runs: int) -> None:
 
 def _due_query(now: Any) -> Any:
     """The sweep's query, as `deliveries_dispatch` builds it."""
-    from monitoring.alerts.models import Delivery
+    from alerts.models import Delivery
 
     return (
         Delivery.objects.due(now)
@@ -246,8 +246,8 @@ def _set_windows(org: Any, count: int, page: list[Any], one_each: bool) -> None:
     each on one endpoint of the page."""
     from django.utils import timezone
 
-    from monitoring.alerts.models import MaintenanceWindow
-    from monitoring.alerts.services import maintenance_window_save
+    from alerts.models import MaintenanceWindow
+    from alerts.services import maintenance_window_save
 
     MaintenanceWindow.objects.filter(organization=org).delete()
     first = timezone.now() - timedelta(days=40)
@@ -272,7 +272,7 @@ def measure_sla(runs: int) -> None:
     warnings.filterwarnings("ignore", message="No directory at", category=UserWarning)
     from analytics import reports
     from analytics.windows import Window
-    from monitoring.alerts.maintenance import maintenance_intervals
+    from alerts.maintenance import maintenance_intervals
 
     org, _owner, page, key = _sla_world()
     client = Client(HTTP_AUTHORIZATION=f"Bearer {key}")

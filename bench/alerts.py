@@ -65,7 +65,7 @@ OUTBOX_INSERT = 'INSERT INTO "monitoring_delivery"'
 
 
 class Collector:
-    """Stands in for `monitoring.alerts.delivery.queue`: counts the ids, queues nothing."""
+    """Stands in for `alerts.delivery.queue`: counts the ids, queues nothing."""
 
     def __init__(self) -> None:
         self.sent = 0
@@ -87,8 +87,8 @@ def _ingest_world(size: int) -> list[tuple[str, list[uuid.UUID]]]:
     from django.utils import timezone
 
     from accounts.services import organization_create
-    from monitoring.alerts.models import MaintenanceWindow
-    from monitoring.alerts.services import channel_create, maintenance_window_save
+    from alerts.models import MaintenanceWindow
+    from alerts.services import channel_create, maintenance_window_save
     from monitoring.models import Endpoint
 
     now = timezone.now()
@@ -194,7 +194,7 @@ class Ingest:
         from django.db import connection
         from django.test.utils import CaptureQueriesContext
 
-        from monitoring.alerts.models import Delivery
+        from alerts.models import Delivery
         from monitoring.models import Incident
         from monitoring.services import checks_record
 
@@ -301,7 +301,7 @@ def benchmark(args: argparse.Namespace) -> None:
         app_environment(url, ALLOWED_HOSTS="testserver")
         migrate()
         setup_django()
-        from monitoring.alerts import delivery, services
+        from alerts import delivery, services
 
         collector = Collector()
         services.queue = delivery.queue = collector  # measure the writes: queue no task

@@ -83,6 +83,7 @@ INSTALLED_APPS = [
     "accounts",
     "apikeys",
     "monitoring",
+    "alerts",
     "analytics",
     # The project package itself: the site's static files and template tags.
     "healthmon",
@@ -376,7 +377,7 @@ CELERY_BEAT_SCHEDULE = {
         "options": {"expires": 5},
     },
     "dispatch-deliveries": {
-        "task": "monitoring.alerts.tasks.dispatch_deliveries",
+        "task": "alerts.tasks.dispatch_deliveries",
         "schedule": 5.0,
         "options": {"expires": 10},
     },

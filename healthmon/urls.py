@@ -14,7 +14,7 @@ api_v1: list[URLPattern | URLResolver] = [
     path("", include("accounts.api.urls")),
     path("", include("apikeys.api.urls")),
     path("", include("monitoring.api.urls")),
-    path("", include("monitoring.alerts.api.urls")),
+    path("", include("alerts.api.urls")),
     path("", include("analytics.api.urls")),
     path("health", HealthView.as_view(), name="health"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
@@ -28,7 +28,7 @@ urlpatterns = [
     path("", include("accounts.urls")),
     path("", include("apikeys.urls")),
     path("", include("monitoring.urls")),
-    path("", include("monitoring.alerts.urls")),
+    path("", include("alerts.urls")),
     path("", include("analytics.urls")),
 ]
 

@@ -210,7 +210,3 @@ class StatusChangeAdmin(_HistoryAdmin):
     list_filter = ["to_status", "from_status"]
     search_fields = ["=endpoint__id", "endpoint__name"]
     ordering = ["-id"]  # time-ordered ids, as for checks
-
-
-# The alerts admin lives with the alerts; importing it here lets autodiscovery register it.
-from monitoring.alerts import admin as alerts_admin  # noqa: E402, F401

@@ -299,12 +299,3 @@ class StatusChange(models.Model):
 
     def __str__(self) -> str:
         return f"{self.endpoint_id}: {self.from_status} → {self.to_status}"
-
-
-# The alert models belong to this app; importing them here registers them with it.
-from monitoring.alerts.models import (  # noqa: E402, F401
-    Delivery,
-    DeliveryAttempt,
-    MaintenanceWindow,
-    NotificationChannel,
-)

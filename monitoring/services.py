@@ -20,7 +20,7 @@ from accounts.audit import audit_record
 from accounts.models import AuditAction, Project
 from analytics.services import rollups_add
 from healthmon.db import update_each
-from monitoring.alerts.services import notifications_queue
+from alerts.services import notifications_queue
 from monitoring.models import (
     CheckResult,
     Endpoint,

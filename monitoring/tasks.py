@@ -8,9 +8,6 @@ from django.conf import settings
 from django.utils import timezone
 
 from monitoring import scheduler, services
-from monitoring.alerts.tasks import deliver, dispatch_deliveries  # registers them with Celery
-
-__all__ = ["deliver", "dispatch_deliveries", "dispatch_due_checks", "run_checks", "send_batch"]
 from monitoring.models import MAX_TIMEOUT_SECONDS
 
 # A batch runs its probes concurrently, so it lasts about its slowest timeout.

@@ -22,13 +22,13 @@ from accounts.models import Invitation, Organization, Project, ProjectAccess, Ro
 from accounts.services import invitation_create, organization_create
 from apikeys.models import ApiKey
 from apikeys.services import api_key_create
-from monitoring.alerts.models import (
+from alerts.models import (
     Delivery,
     DeliveryAttempt,
     MaintenanceWindow,
     NotificationChannel,
 )
-from monitoring.alerts.services import channel_create, maintenance_window_save
+from alerts.services import channel_create, maintenance_window_save
 from monitoring.config import validate_config
 from monitoring.models import CheckResult, Endpoint, Incident, StatusChange
 from monitoring.probes import ProbeResult

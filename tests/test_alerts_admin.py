@@ -10,13 +10,13 @@ from django.urls import reverse
 from django.utils import timezone
 
 from accounts.models import User
-from monitoring.alerts.models import (
+from alerts.models import (
     Delivery,
     DeliveryAttempt,
     MaintenanceWindow,
     NotificationChannel,
 )
-from monitoring.alerts.services import channel_create, maintenance_window_save
+from alerts.services import channel_create, maintenance_window_save
 from tests.web.conftest import Markup, visible_text
 
 SLACK_URL = "https://hooks.slack.com/services/T000/B000/SECRETPART"

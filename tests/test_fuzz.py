@@ -48,8 +48,8 @@ from accounts.tokens import (
 )
 from apikeys.models import ApiKey
 from apikeys.services import api_key_create
-from monitoring.alerts.models import MaintenanceWindow
-from monitoring.alerts.services import channel_create, maintenance_window_save
+from alerts.models import MaintenanceWindow
+from alerts.services import channel_create, maintenance_window_save
 from monitoring.config import validate_config
 from monitoring.models import Endpoint
 from monitoring.probes import ProbeResult

@@ -24,8 +24,8 @@ from accounts.models import Project, Role, User
 from accounts.services import invitation_create
 from apikeys.models import ApiKey, Scope
 from apikeys.permissions import HasScope
-from monitoring.alerts.models import MaintenanceWindow
-from monitoring.alerts.services import channel_create
+from alerts.models import MaintenanceWindow
+from alerts.services import channel_create
 from monitoring.models import Incident
 from tests.routes import api_routes
 

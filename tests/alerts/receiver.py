@@ -6,8 +6,8 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from monitoring.alerts import services
-from monitoring.alerts.models import NotificationChannel
+from alerts import services
+from alerts.models import NotificationChannel
 
 
 @dataclass(frozen=True)

@@ -4,8 +4,8 @@ the page or the admin, with who did it and nothing secret."""
 import pytest
 
 from accounts.models import AuditEvent
-from monitoring.alerts import services
-from monitoring.alerts.models import MaintenanceWindow, NotificationChannel
+from alerts import services
+from alerts.models import MaintenanceWindow, NotificationChannel
 
 pytestmark = pytest.mark.django_db
 SLACK = "https://hooks.slack.com/services/T000/B000/SECRETPART"
@@ -83,13 +83,11 @@ def test_the_page_and_the_admin_record_deletions(client, cast, make_user):
     root.save()
     client.force_login(root)
     answer = client.post(
-        "/admin/monitoring/notificationchannel/",
+        "/admin/alerts/notificationchannel/",
         {"action": "delete_selected", "_selected_action": [other.pk], "post": "yes"},
     )
     assert answer.status_code == 302
-    answer = client.post(
-        f"/admin/monitoring/maintenancewindow/{window.pk}/delete/", {"post": "yes"}
-    )
+    answer = client.post(f"/admin/alerts/maintenancewindow/{window.pk}/delete/", {"post": "yes"})
     assert answer.status_code == 302
 
     assert not NotificationChannel.objects.exists()

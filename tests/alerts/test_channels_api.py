@@ -11,9 +11,9 @@ import pytest
 from django.utils import timezone
 
 from accounts.models import Project
-from monitoring.alerts.delivery import SIGNATURE_HEADER, signature
-from monitoring.alerts.models import Delivery, DeliveryAttempt, NotificationChannel
-from monitoring.alerts.services import channel_create
+from alerts.delivery import SIGNATURE_HEADER, signature
+from alerts.models import Delivery, DeliveryAttempt, NotificationChannel
+from alerts.services import channel_create
 from monitoring.models import Incident
 from tests.alerts.receiver import Receiver
 from tests.helpers import assert_problem, queries_of_get

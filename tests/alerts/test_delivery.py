@@ -17,18 +17,18 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from accounts.models import Role
-from monitoring.alerts import delivery as delivery_module
-from monitoring.alerts import services
-from monitoring.alerts.delivery import deliveries_dispatch
-from monitoring.alerts.models import (
+from alerts import delivery as delivery_module
+from alerts import services
+from alerts.delivery import deliveries_dispatch
+from alerts.models import (
     Delivery,
     DeliveryAttempt,
     DeliveryStatus,
     MaintenanceWindow,
     NotificationChannel,
 )
-from monitoring.alerts.services import event_key
-from monitoring.alerts.tasks import deliver
+from alerts.services import event_key
+from alerts.tasks import deliver
 from monitoring.models import Endpoint
 from tests.alerts.receiver import Receiver, webhook
 

@@ -9,7 +9,7 @@ import pytest
 import time_machine
 
 from accounts.models import Project
-from monitoring.alerts.models import MaintenanceWindow
+from alerts.models import MaintenanceWindow
 from tests.helpers import assert_problem, queries_of_get
 
 URL = "/api/v1/maintenance-windows"

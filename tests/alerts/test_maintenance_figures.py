@@ -10,8 +10,8 @@ import pytest
 from django.utils import timezone
 
 from accounts.services import project_create
-from monitoring.alerts import services
-from monitoring.alerts.models import MaintenanceWindow
+from alerts import services
+from alerts.models import MaintenanceWindow
 from monitoring.models import Endpoint
 
 pytestmark = pytest.mark.django_db

@@ -13,11 +13,11 @@ import pytest
 from django.db import connection, connections, transaction
 from django.utils import timezone
 
-from monitoring.alerts import services
-from monitoring.alerts.delivery import HELD_HORIZON, openings_release
-from monitoring.alerts.models import Delivery, DeliveryStatus, MaintenanceWindow
-from monitoring.alerts.services import event_key
-from monitoring.alerts.tasks import dispatch_deliveries
+from alerts import services
+from alerts.delivery import HELD_HORIZON, openings_release
+from alerts.models import Delivery, DeliveryStatus, MaintenanceWindow
+from alerts.services import event_key
+from alerts.tasks import dispatch_deliveries
 from monitoring.models import Incident
 from tests.alerts.receiver import webhook
 

@@ -8,8 +8,8 @@ import pytest
 from django.utils import timezone
 from playwright.sync_api import Page, expect
 
-from monitoring.alerts.delivery import signature
-from monitoring.alerts.models import NotificationChannel
+from alerts.delivery import signature
+from alerts.models import NotificationChannel
 from tests.alerts.receiver import Receiver
 from tests.browser.conftest import shot, sign_in
 

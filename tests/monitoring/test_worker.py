@@ -16,9 +16,9 @@ import redis
 from django.conf import settings
 from django.db import connection
 
-from monitoring.alerts.delivery import signature
-from monitoring.alerts.models import Delivery
-from monitoring.alerts.services import channel_create
+from alerts.delivery import signature
+from alerts.models import Delivery
+from alerts.services import channel_create
 from monitoring.models import CheckResult, Endpoint, EndpointStatus, Incident
 from tests.alerts.receiver import Receiver
 

@@ -23,8 +23,8 @@ from django.utils import timezone
 from accounts.models import Organization, Project, Role, User
 from accounts.services import invitation_create
 from apikeys.models import ApiKey
-from monitoring.alerts.models import MaintenanceWindow, NotificationChannel
-from monitoring.alerts.services import channel_create, maintenance_window_save
+from alerts.models import MaintenanceWindow, NotificationChannel
+from alerts.services import channel_create, maintenance_window_save
 from monitoring.models import Endpoint, Incident
 from tests.conftest import Api, Cast
 

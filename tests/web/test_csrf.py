@@ -13,8 +13,8 @@ from django.core import mail
 from accounts.models import Invitation, Organization, Project, User
 from apikeys.models import ApiKey
 from apikeys.services import api_key_create
-from monitoring.alerts.models import Delivery, MaintenanceWindow, NotificationChannel
-from monitoring.alerts.services import channel_create, maintenance_window_save
+from alerts.models import Delivery, MaintenanceWindow, NotificationChannel
+from alerts.services import channel_create, maintenance_window_save
 from monitoring.models import CheckResult, Endpoint
 from tests.helpers import PASSWORD
 from tests.web.conftest import csrf_token

@@ -10,8 +10,8 @@ from django.test.utils import CaptureQueriesContext
 
 from accounts.models import Invitation, Project, Role
 from apikeys.services import api_key_create
-from monitoring.alerts.models import Delivery, MaintenanceWindow
-from monitoring.alerts.services import channel_create, maintenance_window_save
+from alerts.models import Delivery, MaintenanceWindow
+from alerts.services import channel_create, maintenance_window_save
 from tests.web.conftest import html
 
 NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)

@@ -9,7 +9,7 @@ from typing import Any
 from django.conf import settings
 from django.urls import reverse
 
-from monitoring.alerts.models import ChannelKind, NotificationEvent
+from alerts.models import ChannelKind, NotificationEvent
 from monitoring.models import Endpoint, Incident
 
 

@@ -16,14 +16,14 @@ from django.db.models import Prefetch, QuerySet
 from django.forms.models import ModelMultipleChoiceField
 from django.http import HttpRequest
 
-from monitoring.alerts import services
-from monitoring.alerts.models import (
+from alerts import services
+from alerts.models import (
     Delivery,
     DeliveryAttempt,
     MaintenanceWindow,
     NotificationChannel,
 )
-from monitoring.alerts.services import channel_update, maintenance_window_save
+from alerts.services import channel_update, maintenance_window_save
 from monitoring.models import Endpoint
 
 OTHER_ORGANIZATION = "Only projects and endpoints of the same organization."

@@ -12,7 +12,7 @@ from rest_framework import serializers
 
 from accounts.access import access_endpoints
 from accounts.api.serializers import EmailAddressField, NameField, ProjectIdsField, TextField
-from monitoring.alerts.models import (
+from alerts.models import (
     MAX_ADDRESSES,
     URL_KINDS,
     ChannelKind,
@@ -26,7 +26,7 @@ from monitoring.alerts.models import (
     ScopeIds,
     load_scopes,
 )
-from monitoring.alerts.transport import checked_url
+from alerts.transport import checked_url
 from monitoring.models import Endpoint
 from monitoring.targets import MASK, MAX_TARGET_LENGTH, TargetError
 

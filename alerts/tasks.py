@@ -4,7 +4,7 @@ from uuid import UUID
 
 from celery import shared_task
 
-from monitoring.alerts import delivery
+from alerts import delivery
 
 
 @shared_task(ignore_result=True, acks_late=True, soft_time_limit=50, time_limit=60)

@@ -129,6 +129,7 @@ class NotificationChannel(Scoped):
     objects = ScopedQuerySet.as_manager()
 
     class Meta:
+        db_table = "monitoring_notificationchannel"  # its table from before the move
         ordering = ["created_at", "id"]
         indexes = [models.Index(fields=["organization", "created_at"], name="channel_org_idx")]
 
@@ -158,6 +159,7 @@ class MaintenanceWindow(Scoped):
     objects = ScopedQuerySet.as_manager()
 
     class Meta:
+        db_table = "monitoring_maintenancewindow"  # its table from before the move
         ordering = ["starts_at", "id"]
         indexes = [models.Index(fields=["organization", "ends_at"], name="maintenance_org_idx")]
         constraints = [
@@ -284,6 +286,7 @@ class Delivery(models.Model):
     objects = DeliveryQuerySet.as_manager()
 
     class Meta:
+        db_table = "monitoring_delivery"  # its table from before the move
         ordering = ["-created_at", "-id"]
         verbose_name_plural = "deliveries"
         constraints = [
@@ -319,6 +322,7 @@ class DeliveryAttempt(models.Model):
     duration_ms = models.FloatField()
 
     class Meta:
+        db_table = "monitoring_deliveryattempt"  # its table from before the move
         ordering = ["attempted_at", "id"]
 
     def __str__(self) -> str:

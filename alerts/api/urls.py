@@ -2,7 +2,7 @@
 
 from rest_framework.routers import SimpleRouter
 
-from monitoring.alerts.api import views
+from alerts.api import views
 
 router = SimpleRouter(trailing_slash=False)
 router.register(

@@ -10,7 +10,7 @@ from django.db.models import Q
 
 from accounts.models import Project
 from analytics.windows import merge_intervals
-from monitoring.alerts.models import MaintenanceWindow, Recurrence, load_scopes
+from alerts.models import MaintenanceWindow, Recurrence, load_scopes
 from monitoring.models import Endpoint
 
 Interval = tuple[datetime, datetime]

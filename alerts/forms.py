@@ -15,14 +15,14 @@ from django.core.validators import validate_email
 from django.utils import timezone
 
 from accounts.models import Project, User
-from monitoring.alerts.models import (
+from alerts.models import (
     MAX_ADDRESSES,
     URL_KINDS,
     ChannelKind,
     MaintenanceWindow,
     Recurrence,
 )
-from monitoring.alerts.transport import checked_url
+from alerts.transport import checked_url
 from monitoring.targets import TargetError
 
 _ADDRESS_SEPARATORS = re.compile(r"[\s,;]+")

@@ -19,9 +19,9 @@ from django.views.decorators.http import require_POST, require_safe
 from accounts.access import access_channel, access_maintenance_window
 from accounts.models import Project, User
 from healthmon.pages import manager_required, member_required, page_user
-from monitoring.alerts import delivery, services
-from monitoring.alerts.forms import ChannelForm, WindowForm
-from monitoring.alerts.models import (
+from alerts import delivery, services
+from alerts.forms import ChannelForm, WindowForm
+from alerts.models import (
     ChannelKind,
     Delivery,
     DeliveryStatus,
@@ -97,7 +97,7 @@ def _page(
         "signature_header": delivery.SIGNATURE_HEADER,
     }
     status = 400 if any(form is not None and form.errors for form in forms) else 200
-    return render(request, "monitoring/alerts.html", context, status=status)
+    return render(request, "alerts/alerts.html", context, status=status)
 
 
 @member_required

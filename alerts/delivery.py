@@ -28,9 +28,9 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from accounts.models import MANAGER_ROLES, User
-from monitoring.alerts import messages
-from monitoring.alerts.maintenance import maintenance_intervals
-from monitoring.alerts.models import (
+from alerts import messages
+from alerts.maintenance import maintenance_intervals
+from alerts.models import (
     ChannelKind,
     Delivery,
     DeliveryAttempt,
@@ -38,7 +38,7 @@ from monitoring.alerts.models import (
     NotificationChannel,
     NotificationEvent,
 )
-from monitoring.alerts.transport import MAX_ERROR_LENGTH, Sent, post_json
+from alerts.transport import MAX_ERROR_LENGTH, Sent, post_json
 from monitoring.models import Endpoint, Incident
 
 logger = logging.getLogger(__name__)
@@ -58,7 +58,7 @@ def signature(secret: str, body: bytes) -> str:
 
 def queue(deliveries: Sequence[tuple[str, int]]) -> None:
     """Queue a task per (delivery id, attempts made so far): the task makes the next."""
-    from monitoring.alerts.tasks import deliver  # tasks call this module's services
+    from alerts.tasks import deliver  # tasks call this module's services
 
     for pk, attempts in deliveries:
         deliver.delay(pk, attempts)

@@ -29,8 +29,8 @@ from accounts.models import User
 from accounts.permissions import IsManagerOrReadOnly, caller
 from apikeys.permissions import HasScope
 from healthmon.filters import TrueFalseFilter
-from monitoring.alerts import delivery, services
-from monitoring.alerts.api.serializers import (
+from alerts import delivery, services
+from alerts.api.serializers import (
     DeliveryQuerySerializer,
     DeliverySerializer,
     MaintenanceWindowSerializer,
@@ -38,7 +38,7 @@ from monitoring.alerts.api.serializers import (
     NotificationChannelSerializer,
     scope_changes,
 )
-from monitoring.alerts.models import (
+from alerts.models import (
     Delivery,
     DeliveryStatus,
     MaintenanceWindow,

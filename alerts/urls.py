@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from monitoring.alerts import views
+from alerts import views
 
 urlpatterns = [
     path("alerts", views.alerts_page, name="alerts"),

@@ -18,10 +18,10 @@ from django.utils import timezone
 
 from accounts.audit import audit_record
 from accounts.models import AuditAction, Organization, Project
-from monitoring.alerts import messages
-from monitoring.alerts.delivery import HOLD, queue
-from monitoring.alerts.maintenance import maintenance_intervals
-from monitoring.alerts.models import (
+from alerts import messages
+from alerts.delivery import HOLD, queue
+from alerts.maintenance import maintenance_intervals
+from alerts.models import (
     URL_KINDS,
     ChannelKind,
     Delivery,
