@@ -14,8 +14,8 @@ from django.http import Http404
 from rest_framework import serializers
 
 from accounts.models import Invitation, Project, User
-from apikeys.models import ApiKey
 from alerts.models import MaintenanceWindow, NotificationChannel
+from apikeys.models import ApiKey
 from monitoring.models import Endpoint, Incident
 
 M = TypeVar("M", bound=models.Model)

@@ -9,8 +9,8 @@ from uuid import UUID
 from django.db.models import Q
 
 from accounts.models import Project
-from analytics.windows import merge_intervals
 from alerts.models import MaintenanceWindow, Recurrence, load_scopes
+from analytics.windows import merge_intervals
 from monitoring.models import Endpoint
 
 Interval = tuple[datetime, datetime]

@@ -18,7 +18,6 @@ from django.views.decorators.http import require_POST, require_safe
 
 from accounts.access import access_channel, access_maintenance_window
 from accounts.models import Project, User
-from healthmon.pages import manager_required, member_required, page_user
 from alerts import delivery, services
 from alerts.forms import ChannelForm, WindowForm
 from alerts.models import (
@@ -31,6 +30,7 @@ from alerts.models import (
     ScopeIds,
     scopes_of,
 )
+from healthmon.pages import manager_required, member_required, page_user
 from monitoring.models import Endpoint
 
 RECENT_DELIVERIES = 5

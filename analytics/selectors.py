@@ -17,11 +17,11 @@ from uuid import UUID
 from django.db import connection
 from django.db.models import Max, Min, Q, Sum
 
+from alerts.maintenance import maintenance_intervals
 from analytics import histogram
 from analytics.latency import Latency
 from analytics.models import Rollup
 from analytics.windows import BUCKETS, Window, floor, tiles
-from alerts.maintenance import maintenance_intervals
 from monitoring.models import (
     SLA_TIERS,
     Endpoint,

@@ -270,9 +270,9 @@ def measure_sla(runs: int) -> None:
 
     # No collectstatic for an API route: whitenoise's warning about it says nothing here.
     warnings.filterwarnings("ignore", message="No directory at", category=UserWarning)
+    from alerts.maintenance import maintenance_intervals
     from analytics import reports
     from analytics.windows import Window
-    from alerts.maintenance import maintenance_intervals
 
     org, _owner, page, key = _sla_world()
     client = Client(HTTP_AUTHORIZATION=f"Bearer {key}")

@@ -18,9 +18,9 @@ from rest_framework import exceptions, serializers
 
 from accounts.audit import audit_record
 from accounts.models import AuditAction, Project
+from alerts.services import notifications_queue
 from analytics.services import rollups_add
 from healthmon.db import update_each
-from alerts.services import notifications_queue
 from monitoring.models import (
     CheckResult,
     Endpoint,

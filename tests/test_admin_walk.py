@@ -20,8 +20,6 @@ from django.utils import timezone
 from accounts.admin import UserAdmin
 from accounts.models import Invitation, Organization, Project, ProjectAccess, Role, User
 from accounts.services import invitation_create, organization_create
-from apikeys.models import ApiKey
-from apikeys.services import api_key_create
 from alerts.models import (
     Delivery,
     DeliveryAttempt,
@@ -29,6 +27,8 @@ from alerts.models import (
     NotificationChannel,
 )
 from alerts.services import channel_create, maintenance_window_save
+from apikeys.models import ApiKey
+from apikeys.services import api_key_create
 from monitoring.config import validate_config
 from monitoring.models import CheckResult, Endpoint, Incident, StatusChange
 from monitoring.probes import ProbeResult

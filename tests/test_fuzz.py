@@ -46,10 +46,10 @@ from accounts.tokens import (
     make_password_reset_token,
     new_opaque_token,
 )
-from apikeys.models import ApiKey
-from apikeys.services import api_key_create
 from alerts.models import MaintenanceWindow
 from alerts.services import channel_create, maintenance_window_save
+from apikeys.models import ApiKey
+from apikeys.services import api_key_create
 from monitoring.config import validate_config
 from monitoring.models import Endpoint
 from monitoring.probes import ProbeResult

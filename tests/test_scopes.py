@@ -22,10 +22,10 @@ from django.utils import timezone
 
 from accounts.models import Project, Role, User
 from accounts.services import invitation_create
-from apikeys.models import ApiKey, Scope
-from apikeys.permissions import HasScope
 from alerts.models import MaintenanceWindow
 from alerts.services import channel_create
+from apikeys.models import ApiKey, Scope
+from apikeys.permissions import HasScope
 from monitoring.models import Incident
 from tests.routes import api_routes
 

@@ -27,8 +27,6 @@ from rest_framework.serializers import BaseSerializer
 from accounts.access import access_channel, access_maintenance_window
 from accounts.models import User
 from accounts.permissions import IsManagerOrReadOnly, caller
-from apikeys.permissions import HasScope
-from healthmon.filters import TrueFalseFilter
 from alerts import delivery, services
 from alerts.api.serializers import (
     DeliveryQuerySerializer,
@@ -44,6 +42,8 @@ from alerts.models import (
     MaintenanceWindow,
     NotificationChannel,
 )
+from apikeys.permissions import HasScope
+from healthmon.filters import TrueFalseFilter
 
 HTTP_METHODS = ["get", "post", "patch", "delete", "head", "options"]
 

@@ -22,9 +22,9 @@ from django.utils import timezone
 
 from accounts.models import Organization, Project, Role, User
 from accounts.services import invitation_create
-from apikeys.models import ApiKey
 from alerts.models import MaintenanceWindow, NotificationChannel
 from alerts.services import channel_create, maintenance_window_save
+from apikeys.models import ApiKey
 from monitoring.models import Endpoint, Incident
 from tests.conftest import Api, Cast
 

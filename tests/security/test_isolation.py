@@ -14,10 +14,10 @@ from django.utils import timezone
 
 from accounts.models import Invitation, Project, Role, User
 from accounts.services import invitation_create
-from apikeys.models import ApiKey
-from apikeys.services import api_key_create
 from alerts.models import MaintenanceWindow, NotificationChannel
 from alerts.services import channel_create
+from apikeys.models import ApiKey
+from apikeys.services import api_key_create
 from monitoring.models import CheckResult, Endpoint, Incident
 from tests.helpers import assert_problem
 from tests.routes import api_patterns_with_parameters, api_routes

@@ -11,10 +11,10 @@ import pytest
 from django.core import mail
 
 from accounts.models import Invitation, Organization, Project, User
-from apikeys.models import ApiKey
-from apikeys.services import api_key_create
 from alerts.models import Delivery, MaintenanceWindow, NotificationChannel
 from alerts.services import channel_create, maintenance_window_save
+from apikeys.models import ApiKey
+from apikeys.services import api_key_create
 from monitoring.models import CheckResult, Endpoint
 from tests.helpers import PASSWORD
 from tests.web.conftest import csrf_token

@@ -8,10 +8,10 @@ import pytest
 from django.utils import timezone
 
 from accounts.models import Invitation, Project, Role, User
-from apikeys.models import ApiKey
-from apikeys.services import api_key_create
 from alerts.models import Delivery, MaintenanceWindow, NotificationChannel
 from alerts.services import channel_create, maintenance_window_save
+from apikeys.models import ApiKey
+from apikeys.services import api_key_create
 from monitoring.models import CheckResult, Endpoint, Incident
 from tests.web.conftest import visible_text
 

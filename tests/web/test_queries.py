@@ -9,9 +9,9 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from accounts.models import Invitation, Project, Role
-from apikeys.services import api_key_create
 from alerts.models import Delivery, MaintenanceWindow
 from alerts.services import channel_create, maintenance_window_save
+from apikeys.services import api_key_create
 from tests.web.conftest import html
 
 NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)

@@ -6,9 +6,9 @@ import pytest
 from django.utils import timezone
 
 from accounts.models import Invitation, Project, Role, User
-from apikeys.services import api_key_create
 from alerts.models import Delivery, MaintenanceWindow, NotificationChannel
 from alerts.services import channel_create, maintenance_window_save
+from apikeys.services import api_key_create
 from monitoring.models import Endpoint
 from tests.web.conftest import Markup, fragment, html, visible_text
 

@@ -7,8 +7,8 @@ import pytest
 from django.utils import timezone
 
 from accounts.models import Invitation, Organization, Project
-from apikeys.services import api_key_create
 from alerts.services import channel_create
+from apikeys.services import api_key_create
 from monitoring.models import Incident
 from tests.helpers import PASSWORD
 from tests.web.conftest import Markup, html
