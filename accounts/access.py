@@ -1,27 +1,30 @@
-"""The only functions that fetch organization-owned objects for a caller.
+"""Fetching the accounts' organization-owned objects for a caller, and who may see a page.
+
+Each app fetches its own objects in its `access.py`, with `get_or_404` and the visible
+projects of `accounts.models`.
 
 Anything outside the caller's organization (or, for members, outside their projects) is
 reported exactly like a missing id: a 404, so that no other tenant's ids can be probed.
 """
 
 import uuid
-from collections.abc import Iterable
-from typing import TypeVar
+from collections.abc import Callable, Iterable
+from functools import wraps
+from typing import Any, TypeVar
 
-from django.core.exceptions import ObjectDoesNotExist
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ObjectDoesNotExist, PermissionDenied
 from django.db import models
-from django.http import Http404
-from rest_framework import serializers
+from django.http import Http404, HttpRequest, HttpResponse
 
 from accounts.models import Invitation, Project, User
-from alerts.models import MaintenanceWindow, NotificationChannel
-from apikeys.models import ApiKey
-from monitoring.models import Endpoint, Incident
+from healthmon.errors import InvalidInput
 
 M = TypeVar("M", bound=models.Model)
 
 
-def _get_or_404(queryset: models.QuerySet[M], pk: object) -> M:
+def get_or_404(queryset: models.QuerySet[M], pk: object) -> M:
+    """The row of `queryset` with that id; a malformed or unknown id is a 404 alike."""
     try:
         return queryset.get(pk=uuid.UUID(str(pk)))
     except (ValueError, ObjectDoesNotExist) as exc:
@@ -30,34 +33,18 @@ def _get_or_404(queryset: models.QuerySet[M], pk: object) -> M:
 
 def access_user(caller: User, user_id: object) -> User:
     """A user of the caller's organization."""
-    return _get_or_404(User.objects.for_org(caller.organization), user_id)
+    return get_or_404(User.objects.for_org(caller.organization), user_id)
 
 
 def access_project(caller: User, project_id: object) -> Project:
     """A project the caller can see."""
-    return _get_or_404(Project.objects.visible_to(caller), project_id)
+    return get_or_404(Project.objects.visible_to(caller), project_id)
 
 
 def access_pending_invitation(caller: User, invitation_id: object) -> Invitation:
     """A pending invitation of the caller's organization."""
     queryset = Invitation.objects.for_org(caller.organization).pending()
-    return _get_or_404(queryset, invitation_id)
-
-
-def access_api_key(caller: User, api_key_id: object) -> ApiKey:
-    """A key the caller manages (all of the organization's for managers, else its own)."""
-    return _get_or_404(ApiKey.objects.visible_to(caller).not_revoked(), api_key_id)
-
-
-def access_endpoint(caller: User, endpoint_id: object, *, for_update: bool = False) -> Endpoint:
-    """An endpoint in a project the caller can see; locked (in a transaction) to write it."""
-    endpoints = Endpoint.objects.visible_to(caller)
-    return _get_or_404(endpoints.select_for_update() if for_update else endpoints, endpoint_id)
-
-
-def access_incident(caller: User, incident_id: object) -> Incident:
-    """An incident of an endpoint in a project the caller can see."""
-    return _get_or_404(Incident.objects.visible_to(caller), incident_id)
+    return get_or_404(queryset, invitation_id)
 
 
 def access_projects(caller: User, project_ids: Iterable[uuid.UUID]) -> list[Project]:
@@ -66,31 +53,32 @@ def access_projects(caller: User, project_ids: Iterable[uuid.UUID]) -> list[Proj
     found = list(Project.objects.visible_to(caller).filter(pk__in=wanted))
     missing = wanted - {project.pk for project in found}
     if missing:
-        raise serializers.ValidationError(
-            [f"Unknown project: {project_id}." for project_id in sorted(map(str, missing))]
+        raise InvalidInput(
+            {"non_field_errors": [f"Unknown project: {pk}." for pk in sorted(map(str, missing))]}
         )
     return found
 
 
-def access_channel(caller: User, channel_id: object) -> NotificationChannel:
-    """A notification channel the caller can see (members: those touching their projects)."""
-    return _get_or_404(NotificationChannel.objects.visible_to(caller), channel_id)
+def page_user(request: HttpRequest) -> User:
+    """The signed-in user of a page behind `member_required`."""
+    user = request.user
+    if not isinstance(user, User):  # `login_required` lets only real users through
+        raise PermissionDenied
+    return user
 
 
-def access_maintenance_window(caller: User, window_id: object) -> MaintenanceWindow:
-    """A maintenance window the caller can see (members: those touching their projects)."""
-    return _get_or_404(MaintenanceWindow.objects.visible_to(caller), window_id)
+def member_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """Signed-in organization users only; others go to the login page and come back."""
+    return login_required(view)
 
 
-def access_endpoints(caller: User, endpoint_ids: Iterable[uuid.UUID]) -> list[Endpoint]:
-    """Endpoints by id for a request body; an id the caller cannot see is a validation error."""
-    wanted = set(endpoint_ids)
-    found = list(
-        Endpoint.objects.visible_to(caller).defer("target", "config").filter(pk__in=wanted)
-    )
-    missing = wanted - {endpoint.pk for endpoint in found}
-    if missing:
-        raise serializers.ValidationError(
-            [f"Unknown endpoint: {endpoint_id}." for endpoint_id in sorted(map(str, missing))]
-        )
-    return found
+def manager_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """Signed-in owners and admins only; members get a 403 page."""
+
+    @wraps(view)
+    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        if not page_user(request).is_manager:
+            raise PermissionDenied("This page needs the owner or admin role.")
+        return view(request, *args, **kwargs)
+
+    return login_required(wrapped)

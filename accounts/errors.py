@@ -2,9 +2,7 @@
 
 from enum import StrEnum
 
-from rest_framework import status
-
-from healthmon.errors import ErrorCode, ProblemError
+from healthmon.errors import DomainError, ErrorCode
 
 
 class AccountsErrorCode(StrEnum):
@@ -16,7 +14,7 @@ class AccountsErrorCode(StrEnum):
     EMAIL_NOT_VERIFIED = "email_not_verified"
 
 
-class CannotRemoveSelf(ProblemError):
+class CannotRemoveSelf(DomainError):
     """A user tried to remove its own account."""
 
     code = AccountsErrorCode.CANNOT_REMOVE_SELF
@@ -24,7 +22,7 @@ class CannotRemoveSelf(ProblemError):
     default_detail = "You cannot remove your own account."
 
 
-class LastOwner(ProblemError):
+class LastOwner(DomainError):
     """The change would leave the organization without an owner."""
 
     code = AccountsErrorCode.LAST_OWNER
@@ -32,28 +30,37 @@ class LastOwner(ProblemError):
     default_detail = "An organization must keep at least one owner."
 
 
-class InvalidCredentials(ProblemError):
+class InvalidCredentials(DomainError):
     """Wrong email or password; the same answer for both."""
 
-    status_code = status.HTTP_401_UNAUTHORIZED
+    status = 401
     code = AccountsErrorCode.INVALID_CREDENTIALS
     title = "Invalid credentials"
     default_detail = "The email or password is incorrect."
 
 
-class EmailNotVerified(ProblemError):
+class EmailNotVerified(DomainError):
     """Login refused until the account's email address is verified."""
 
-    status_code = status.HTTP_403_FORBIDDEN
+    status = 403
     code = AccountsErrorCode.EMAIL_NOT_VERIFIED
     title = "Email not verified"
     default_detail = "Verify your email address with the link we sent, then sign in."
 
 
-class OwnerRoleRequired(ProblemError):
+class OwnerRoleRequired(DomainError):
     """Granting, changing or removing the owner role is for owners only."""
 
-    status_code = status.HTTP_403_FORBIDDEN
+    status = 403
     code = ErrorCode.PERMISSION_DENIED
     title = "Permission denied"
     default_detail = "Only an owner can do this."
+
+
+class ManagerRoleRequired(DomainError):
+    """The action is for owners and admins."""
+
+    status = 403
+    code = ErrorCode.PERMISSION_DENIED
+    title = "Permission denied"
+    default_detail = "This action needs the owner or admin role."

@@ -5,6 +5,7 @@ from typing import TYPE_CHECKING, cast
 from rest_framework import permissions
 from rest_framework.request import Request
 
+from accounts.errors import ManagerRoleRequired
 from accounts.models import User
 
 if TYPE_CHECKING:  # rest_framework.views imports the permission and throttle settings
@@ -27,7 +28,7 @@ class IsOrganizationMember(permissions.BasePermission):
 class IsManager(permissions.BasePermission):
     """Owners and admins only."""
 
-    message = "This action needs the owner or admin role."
+    message = ManagerRoleRequired.default_detail
 
     def has_permission(self, request: Request, view: "APIView") -> bool:
         """Owner or admin of its organization."""

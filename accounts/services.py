@@ -12,8 +12,6 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import IntegrityError, transaction
 from django.http import Http404
 from django.utils import timezone
-from rest_framework.exceptions import PermissionDenied
-from rest_framework.serializers import ValidationError
 
 from accounts.audit import audit_record, client_ip
 from accounts.errors import (
@@ -21,6 +19,7 @@ from accounts.errors import (
     EmailNotVerified,
     InvalidCredentials,
     LastOwner,
+    ManagerRoleRequired,
     OwnerRoleRequired,
 )
 from accounts.models import (
@@ -32,7 +31,6 @@ from accounts.models import (
     User,
     normalize_email,
 )
-from accounts.permissions import IsManager
 from accounts.tasks import send_email, send_password_reset
 from accounts.tokens import (
     hash_opaque_token,
@@ -44,7 +42,7 @@ from accounts.tokens import (
 )
 from apikeys.models import ApiKey
 from apikeys.services import api_keys_revoke
-from healthmon.errors import Conflict
+from healthmon.errors import Conflict, InvalidInput
 
 DEFAULT_PROJECT_NAME = "Default"
 INVALID_LINK = "This link is invalid, expired or already used."
@@ -67,7 +65,7 @@ def _check_new_password(password: str, user: User, field: str = "password") -> N
     try:
         validate_password(password, user=user)
     except DjangoValidationError as exc:
-        raise ValidationError({field: list(exc.messages)}) from exc
+        raise InvalidInput({field: list(exc.messages)}) from exc
 
 
 def _set_password_and_revoke_tokens(locked: User, password: str) -> User:
@@ -95,7 +93,7 @@ def _lock_for_role_change(actor: User, user: User) -> tuple[User, User]:
         raise Http404
     fresh_actor = users.get(actor.pk)
     if fresh_actor is None or not fresh_actor.is_manager:
-        raise PermissionDenied(IsManager.message)
+        raise ManagerRoleRequired
     return fresh_actor, users[user.pk]
 
 
@@ -174,7 +172,7 @@ def email_verify(*, token: str) -> User:
     """Mark the address in a verification token as verified."""
     user = user_for_email_verification_token(token)
     if user is None:
-        raise ValidationError({"token": [INVALID_LINK]})
+        raise InvalidInput({"token": [INVALID_LINK]})
     if user.email_verified_at is None:
         user.email_verified_at = timezone.now()
         user.save(update_fields=["email_verified_at"])
@@ -218,7 +216,7 @@ def password_reset_complete(*, token: str, password: str) -> User:
     """Set a new password from a reset link; revokes every earlier JWT and the link itself."""
     user = user_for_password_reset_token(token)
     if user is None:
-        raise ValidationError({"token": [INVALID_LINK]})
+        raise InvalidInput({"token": [INVALID_LINK]})
     _check_new_password(password, user)
     audit_record(
         action=AuditAction.PASSWORD_RESET, organization_id=user.organization_id, actor=user
@@ -231,7 +229,7 @@ def password_change(*, user: User, current_password: str, new_password: str) -> 
     """Change a password knowing the current one; revokes every earlier JWT."""
     user = User.objects.select_for_update().get(pk=user.pk)
     if not user.check_password(current_password):
-        raise ValidationError({"current_password": ["The current password is incorrect."]})
+        raise InvalidInput({"current_password": ["The current password is incorrect."]})
     _check_new_password(new_password, user, field="new_password")
     audit_record(
         action=AuditAction.PASSWORD_CHANGED, organization_id=user.organization_id, actor=user
@@ -338,7 +336,7 @@ def invitation_accept(*, token: str, password: str) -> User:
         .first()
     )
     if invitation is None:
-        raise ValidationError({"token": [INVALID_LINK]})
+        raise InvalidInput({"token": [INVALID_LINK]})
     _check_new_password(password, User(email=invitation.email))
     _ensure_email_free(invitation.email)
     now = timezone.now()

@@ -17,12 +17,19 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
 from accounts import selectors, services
-from accounts.access import access_pending_invitation, access_project, access_user
+from accounts.access import (
+    access_pending_invitation,
+    access_project,
+    access_user,
+    manager_required,
+    member_required,
+    page_user,
+)
 from accounts.api import serializers as s
 from accounts.models import Invitation, Project, Role
 from accounts.throttling import page_throttle_wait
 from accounts.tokens import hash_opaque_token
-from healthmon.pages import PageForm, manager_required, member_required, page_user, safe_next
+from healthmon.pages import PageForm, safe_next
 
 
 def _render(

@@ -16,9 +16,10 @@ from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_POST, require_safe
 
-from accounts.access import access_channel, access_maintenance_window
+from accounts.access import manager_required, member_required, page_user
 from accounts.models import Project, User
 from alerts import delivery, services
+from alerts.access import access_channel, access_maintenance_window
 from alerts.forms import ChannelForm, WindowForm
 from alerts.models import (
     ChannelKind,
@@ -30,7 +31,6 @@ from alerts.models import (
     ScopeIds,
     scopes_of,
 )
-from healthmon.pages import manager_required, member_required, page_user
 from monitoring.models import Endpoint
 
 RECENT_DELIVERIES = 5

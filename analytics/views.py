@@ -11,13 +11,13 @@ from django.shortcuts import render
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
-from accounts.access import access_endpoint
+from accounts.access import member_required, page_user
 from accounts.models import Project
 from analytics import charts, dashboards
 from analytics.api.params import MAX_COMPARED
 from analytics.dashboards import OverviewFilters
 from analytics.windows import PERIODS
-from healthmon.pages import member_required, page_user
+from monitoring.access import access_endpoint
 from monitoring.models import Endpoint, EndpointStatus, EndpointType
 
 PERIOD_CHOICES = [("24h", "24 hours"), ("7d", "7 days"), ("30d", "30 days")]

@@ -2,9 +2,7 @@
 
 from enum import StrEnum
 
-from rest_framework import status
-
-from healthmon.errors import ErrorCode, ProblemError
+from healthmon.errors import DomainError, ErrorCode
 
 
 class ApiKeyErrorCode(StrEnum):
@@ -13,19 +11,19 @@ class ApiKeyErrorCode(StrEnum):
     INSUFFICIENT_SCOPE = "insufficient_scope"
 
 
-class InsufficientScope(ProblemError):
+class InsufficientScope(DomainError):
     """The API key lacks the scope the route needs."""
 
-    status_code = status.HTTP_403_FORBIDDEN
+    status = 403
     code = ApiKeyErrorCode.INSUFFICIENT_SCOPE
     title = "Insufficient scope"
     default_detail = "This API key lacks the scope this request needs."
 
 
-class UserCredentialRequired(ProblemError):
+class UserCredentialRequired(DomainError):
     """A route that only a person, signed in with a password, may use."""
 
-    status_code = status.HTTP_403_FORBIDDEN
+    status = 403
     code = ErrorCode.PERMISSION_DENIED
     title = "Permission denied"
     default_detail = "API keys cannot do this: sign in with your password and use the JWT."

@@ -6,11 +6,12 @@ from django.shortcuts import redirect, render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_POST
 
-from accounts.access import access_api_key
+from accounts.access import member_required, page_user
 from apikeys import services
+from apikeys.access import access_api_key
 from apikeys.api.serializers import ApiKeyCreateSerializer
 from apikeys.models import ApiKey, Scope
-from healthmon.pages import PageForm, member_required, page_user
+from healthmon.pages import PageForm
 
 
 def _page(

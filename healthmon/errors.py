@@ -1,32 +1,27 @@
-"""RFC 9457 problem details for every API error, with a stable machine-readable `code`.
+"""The domain's refusals, as plain exceptions with a stable machine-readable `code`.
 
-One exception handler wraps DRF's, so the headers DRF adds (`WWW-Authenticate` on 401,
-`Retry-After` on 429) survive, and then replaces the body with a problem document.
+Services, selectors, validation, models and probes raise these; they know nothing of HTTP
+frameworks. One exception handler (`healthmon.api.errors`) renders them as RFC 9457
+problem details, and the pages (`healthmon.pages`) show them beside their form fields. The
+page-level handlers of Django (404, 400, 500 outside any view) live here too: they need no DRF.
 """
 
-import json
 import logging
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from enum import StrEnum
 from typing import Any
 
-from django.conf import settings
-from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
-from django.core.exceptions import RequestDataTooBig, SuspiciousOperation, TooManyFieldsSent
-from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import InterfaceError, OperationalError
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.template import loader
 from django.views import defaults
-from rest_framework import exceptions, parsers, renderers, status
-from rest_framework.response import Response
-from rest_framework.serializers import as_serializer_error
 
 logger = logging.getLogger(__name__)
 
 PROBLEM_CONTENT_TYPE = "application/problem+json"
 TYPE_BASE = "https://healthmon.dev/errors/"
+NON_FIELD = "non_field_errors"
 
 
 class ErrorCode(StrEnum):
@@ -61,57 +56,115 @@ TITLES: dict[str, str] = {
     ErrorCode.SERVICE_UNAVAILABLE: "Service unavailable",
 }
 
-# The database is down, out of reach or timed out (settings: DATABASE_CONNECT_TIMEOUT and
-# DATABASE_TCP_TIMEOUT bound the wait): a 503 the client may retry, not a 500.
-DATABASE_UNAVAILABLE = (OperationalError, InterfaceError)
-RETRY_AFTER_SECONDS = 5
-UNAVAILABLE_DETAIL = "The service is briefly unavailable; try again in a few seconds."
 
-# Checked in order: the first class that matches the exception names its code.
-_CODES_BY_EXCEPTION: list[tuple[type[Exception], str]] = [
-    (exceptions.ValidationError, ErrorCode.VALIDATION_ERROR),
-    (exceptions.ParseError, ErrorCode.VALIDATION_ERROR),
-    (exceptions.UnsupportedMediaType, ErrorCode.VALIDATION_ERROR),
-    (exceptions.NotAuthenticated, ErrorCode.NOT_AUTHENTICATED),
-    (exceptions.AuthenticationFailed, ErrorCode.INVALID_TOKEN),
-    (exceptions.PermissionDenied, ErrorCode.PERMISSION_DENIED),
-    (DjangoPermissionDenied, ErrorCode.PERMISSION_DENIED),
-    (exceptions.NotFound, ErrorCode.NOT_FOUND),
-    (Http404, ErrorCode.NOT_FOUND),
-    (exceptions.MethodNotAllowed, ErrorCode.METHOD_NOT_ALLOWED),
-    (exceptions.NotAcceptable, ErrorCode.NOT_ACCEPTABLE),
-    (exceptions.Throttled, ErrorCode.THROTTLED),
-]
+class DomainError(Exception):
+    """A refusal of the domain; subclass it per error an app can raise.
 
+    `status` is the HTTP status the API answers with (and a page, while its form shows
+    the error); `code` the stable code clients branch on.
+    """
 
-class ProblemError(exceptions.APIException):
-    """An API error with its own stable code; subclass it per error an app can raise."""
-
-    status_code: int = status.HTTP_400_BAD_REQUEST
+    status: int = 400
     code: str = ErrorCode.VALIDATION_ERROR
-    title = "Bad request"
-    default_detail = "The request cannot be processed."
+    title: str = "Bad request"
+    default_detail: str = "The request cannot be processed."
 
     def __init__(self, detail: str | None = None) -> None:
-        super().__init__(detail=detail or self.default_detail, code=self.code)
+        self.detail = detail or self.default_detail
+        super().__init__(self.detail)
 
 
-class Conflict(ProblemError):
+FieldErrors = dict[str, list[str]]
+
+
+class InvalidInput(DomainError):
+    """Input that breaks a rule, naming every bad field at once.
+
+    `errors` maps a field to its messages; a nested field is dotted (`config.method`,
+    `headers.0`) and errors about the input as a whole are under `non_field_errors`.
+    """
+
+    title = "Invalid input"
+    default_detail = "Invalid input."
+
+    def __init__(self, errors: Mapping[str, Sequence[str] | str] | str) -> None:
+        if isinstance(errors, str):
+            errors = {NON_FIELD: [errors]}
+        self.errors: FieldErrors = {
+            field: [messages] if isinstance(messages, str) else [str(m) for m in messages]
+            for field, messages in errors.items()
+        }
+        super().__init__(first_message(self.errors) or self.default_detail)
+
+    def nested(self, field: str) -> "InvalidInput":
+        """The same errors under `field` (a config's errors as the endpoint's `config.*`)."""
+        return InvalidInput(
+            {
+                field if name == NON_FIELD else f"{field}.{name}": messages
+                for name, messages in self.errors.items()
+            }
+        )
+
+
+def first_message(errors: Mapping[str, Sequence[str]]) -> str:
+    """The first message, prefixed by its field (none for `non_field_errors`)."""
+    for field, messages in errors.items():
+        if messages:
+            return messages[0] if field == NON_FIELD else f"{field}: {messages[0]}"
+    return ""
+
+
+def flatten_errors(errors: Any, path: str = "") -> FieldErrors:
+    """Nested error messages (a serializer's, a form's) as `{"field.sub": [messages]}`."""
+    if isinstance(errors, Mapping):
+        flat: FieldErrors = {}
+        for key, value in errors.items():
+            name = str(key)
+            if path:
+                name = path if name == NON_FIELD else f"{path}.{name}"
+            for field, messages in flatten_errors(value, name).items():
+                flat.setdefault(field, []).extend(messages)
+        return flat
+    if isinstance(errors, list | tuple) and any(isinstance(i, Mapping | list) for i in errors):
+        flat = {}
+        for item in errors:
+            for field, messages in flatten_errors(item, path).items():
+                flat.setdefault(field, []).extend(messages)
+        return flat
+    items = errors if isinstance(errors, list | tuple) else [errors]
+    return {path or NON_FIELD: [str(message) for message in items]}
+
+
+class Conflict(DomainError):
     """The request conflicts with existing state, such as a duplicate email."""
 
-    status_code = status.HTTP_409_CONFLICT
+    status = 409
     code = ErrorCode.CONFLICT
     title = "Conflict"
     default_detail = "The resource already exists."
 
 
-class PayloadTooLarge(ProblemError):
+class PayloadTooLarge(DomainError):
     """The request body is larger than the server accepts."""
 
-    status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
+    status = 413
     code = ErrorCode.PAYLOAD_TOO_LARGE
     title = "Payload too large"
     default_detail = "The request body is too large."
+
+
+class TooManyRequests(DomainError):
+    """The same thing again too soon; `retry_after` says in how many seconds."""
+
+    status = 429
+    code = ErrorCode.THROTTLED
+    title = "Too many requests"
+    default_detail = "Request was throttled."
+
+    def __init__(self, retry_after: int, detail: str | None = None) -> None:
+        self.retry_after = retry_after
+        wait = f"Expected available in {retry_after} second{'s' if retry_after != 1 else ''}."
+        super().__init__(detail or f"{self.default_detail} {wait}")
 
 
 def problem(status_code: int, code: str, detail: str, title: str | None = None) -> dict[str, Any]:
@@ -125,165 +178,11 @@ def problem(status_code: int, code: str, detail: str, title: str | None = None) 
     }
 
 
-def _code_for(exc: Exception, status_code: int) -> str:
-    if isinstance(exc, ProblemError):
-        return exc.code
-    for exc_class, code in _CODES_BY_EXCEPTION:
-        if isinstance(exc, exc_class):
-            return code
-    return ErrorCode.SERVER_ERROR if status_code >= 500 else ErrorCode.VALIDATION_ERROR
-
-
-def _first_message(errors: Any, path: str = "") -> str:
-    """The first message of a (possibly nested) DRF error structure, prefixed by its field."""
-    if isinstance(errors, dict):
-        for key, value in errors.items():
-            name = "" if key == "non_field_errors" else str(key)
-            return _first_message(value, f"{path}.{name}" if path and name else path or name)
-    if isinstance(errors, list) and errors:
-        return _first_message(errors[0], path)
-    return f"{path}: {errors}" if path else str(errors)
-
-
-def _flatten(errors: Any, path: str = "") -> dict[str, list[str]]:
-    """Nested DRF errors as `{"field.sub.0": [messages]}`, the shape the schema promises."""
-    if isinstance(errors, dict):
-        flat: dict[str, list[str]] = {}
-        for key, value in errors.items():
-            name = str(key)
-            if path:
-                name = path if name == "non_field_errors" else f"{path}.{name}"
-            for field, messages in _flatten(value, name).items():
-                flat.setdefault(field, []).extend(messages)
-        return flat
-    if isinstance(errors, list) and any(isinstance(item, dict | list) for item in errors):
-        flat = {}
-        for item in errors:
-            for field, messages in _flatten(item, path).items():
-                flat.setdefault(field, []).extend(messages)
-        return flat
-    messages = errors if isinstance(errors, list) else [errors]
-    return {path or "non_field_errors": [str(message) for message in messages]}
-
-
-def _validation_problem(errors: Any) -> dict[str, Any]:
-    if not isinstance(errors, dict):
-        errors = {"non_field_errors": errors if isinstance(errors, list) else [errors]}
-    body = problem(400, ErrorCode.VALIDATION_ERROR, _first_message(errors) or "Invalid input.")
-    body["errors"] = _flatten(errors)
-    return body
-
-
-def problem_exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
-    """Render any exception raised in an API view as problem+json."""
-    # Imported here: rest_framework.views loads the renderer and parser settings of this module.
-    from rest_framework.views import exception_handler as drf_exception_handler
-
-    if isinstance(exc, DjangoValidationError):
-        exc = exceptions.ValidationError(as_serializer_error(exc))
-    elif isinstance(exc, RequestDataTooBig):
-        exc = PayloadTooLarge()
-    elif isinstance(exc, TooManyFieldsSent):  # read inside the view: Django's 400 comes too late
-        exc = exceptions.ParseError(f"At most {settings.DATA_UPLOAD_MAX_NUMBER_FIELDS} parameters.")
-    elif isinstance(exc, SuspiciousOperation):
-        exc = exceptions.ParseError("The request is malformed.")
-    response = drf_exception_handler(exc, context)
-    if response is None and isinstance(exc, DATABASE_UNAVAILABLE):
-        logger.warning("Database unavailable: %s", exc)
-        response = Response(status=503, headers={"Retry-After": str(RETRY_AFTER_SECONDS)})
-        body = problem(503, ErrorCode.SERVICE_UNAVAILABLE, UNAVAILABLE_DETAIL)
-    elif response is None:
-        view = context.get("view")
-        logger.error("Unhandled error in %s", type(view).__name__, exc_info=exc)
-        response = Response(status=status.HTTP_500_INTERNAL_SERVER_ERROR)
-        body = problem(500, ErrorCode.SERVER_ERROR, "An unexpected error occurred.")
-    elif isinstance(exc, exceptions.ValidationError | exceptions.ParseError):
-        errors = response.data if isinstance(exc, exceptions.ValidationError) else None
-        body = _validation_problem(errors if errors is not None else [str(exc.detail)])
-    else:
-        code = _code_for(exc, response.status_code)
-        detail = getattr(exc, "detail", None)
-        if isinstance(exc, Http404):
-            detail = "No such resource."
-        elif not isinstance(detail, str):
-            detail = TITLES.get(code, "Error")
-        title = exc.title if isinstance(exc, ProblemError) else None
-        body = problem(response.status_code, code, str(detail), title)
-    response.data = body
-    response.content_type = PROBLEM_CONTENT_TYPE
-    if response.status_code == status.HTTP_401_UNAUTHORIZED and not response.has_header(
-        "WWW-Authenticate"
-    ):
-        response["WWW-Authenticate"] = 'Bearer realm="api"'
-    return response
-
-
-class ProblemJSONRenderer(renderers.JSONRenderer):
-    """Lets clients that ask only for `application/problem+json` negotiate successfully."""
-
-    media_type = PROBLEM_CONTENT_TYPE
-
-
-# No request of this API nests deeper than 4 levels. Code that walks a body (DRF's error
-# details, restoring masked secrets) recurses, so the few hundred the parser allows crash it.
-MAX_JSON_DEPTH = 32
-NESTED_TOO_DEEPLY = f"JSON nested too deeply (at most {MAX_JSON_DEPTH} levels)."
-
-
-def _too_deep(data: Any) -> bool:
-    """Whether an array or object lies deeper than MAX_JSON_DEPTH (the top level is 1)."""
-    level = [data]
-    for _ in range(MAX_JSON_DEPTH):
-        level = [
-            child
-            for node in level
-            if isinstance(node, dict | list)
-            for child in (node.values() if isinstance(node, dict) else node)
-        ]
-    return any(isinstance(node, dict | list) for node in level)
-
-
-class AnyBodyAsJSONParser(parsers.JSONParser):
-    """Parses bodies of any declared type as JSON, so non-JSON input is a 400, not a 415.
-
-    Also caps the body size (DRF reads the stream directly, bypassing Django's
-    DATA_UPLOAD_MAX_MEMORY_SIZE) and turns deep nesting and lone surrogates into parse errors.
-    """
-
-    media_type = "*/*"
-
-    def parse(
-        self,
-        stream: Any,
-        media_type: str | None = None,
-        parser_context: Mapping[str, Any] | None = None,
-    ) -> Any:
-        """Parse the body as JSON within the size limit."""
-        request = (parser_context or {}).get("request")
-        length = request.META.get("CONTENT_LENGTH") if request is not None else None
-        if length and length.isdigit() and int(length) > settings.DATA_UPLOAD_MAX_MEMORY_SIZE:
-            raise PayloadTooLarge()
-        try:
-            data = super().parse(stream, "application/json", parser_context)
-        except RecursionError as exc:
-            raise exceptions.ParseError(NESTED_TOO_DEEPLY) from exc
-        except exceptions.ParseError as exc:
-            raise exceptions.ParseError("Request body must be valid JSON.") from exc
-        if _too_deep(data):
-            raise exceptions.ParseError(NESTED_TOO_DEEPLY)
-        try:  # a lone surrogate (`"\ud800"`) parses, but can be neither stored nor echoed back
-            json.dumps(data, ensure_ascii=False).encode()
-        except UnicodeEncodeError as exc:
-            raise exceptions.ParseError(
-                "Strings must be valid Unicode (no lone surrogates)."
-            ) from exc
-        return data
-
-
-class JSONParser(AnyBodyAsJSONParser):
-    """The declared parser for `application/json`, with the same limits."""
-
-    media_type = "application/json"
+# The database is down, out of reach or timed out (settings: DATABASE_CONNECT_TIMEOUT and
+# DATABASE_TCP_TIMEOUT bound the wait): a 503 the client may retry, not a 500.
+DATABASE_UNAVAILABLE = (OperationalError, InterfaceError)
+RETRY_AFTER_SECONDS = 5
+UNAVAILABLE_DETAIL = "The service is briefly unavailable; try again in a few seconds."
 
 
 def _is_api(request: HttpRequest) -> bool:

@@ -1,44 +1,45 @@
 """Plumbing shared by the server-rendered pages.
 
-Pages check their forms with the API's own serializers and call the same services, so a
-rule (password strength, roles, the last owner, foreign ids) holds alike in both; this
-module turns those serializers' and services' errors into messages beside the form fields.
+Pages check their forms with the same validation as the API and call the same services, so
+a rule (password strength, roles, the last owner, foreign ids) holds alike in both; this
+module shows the domain's refusals (`healthmon.errors.DomainError`) beside the form fields.
 """
 
 from collections.abc import Callable, Mapping
-from functools import wraps
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
-from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest
 from django.utils.http import url_has_allowed_host_and_scheme
-from rest_framework.exceptions import APIException, ValidationError
-from rest_framework.serializers import BaseSerializer
 
-from accounts.models import User
+from healthmon.errors import NON_FIELD as FLAT_NON_FIELD
+from healthmon.errors import DomainError, InvalidInput, flatten_errors
 
 NON_FIELD = "__all__"
 R = TypeVar("R")
 
 
-def _flatten(detail: Any, prefix: str = "") -> dict[str, list[str]]:
-    """Field -> messages; nested errors (`config.method`) stay on their top-level field."""
-    if isinstance(detail, Mapping):
-        found: dict[str, list[str]] = {}
-        for name, inner in detail.items():
-            key = prefix or (NON_FIELD if name == "non_field_errors" else str(name))
-            label = f"{name}: " if prefix else ""
-            for field, messages in _flatten(inner, key).items():
-                found.setdefault(field, []).extend(f"{label}{m}" for m in messages)
-        return found
-    if isinstance(detail, list | tuple):
-        found = {}
-        for item in detail:
-            for field, messages in _flatten(item, prefix).items():
-                found.setdefault(field, []).extend(messages)
-        return found
-    return {prefix or NON_FIELD: [str(detail)]}
+class Checker(Protocol):
+    """What checks a posted form: an API serializer, whose fields call the domain's
+    validation (`<app>/validation.py`), so a page and the API refuse alike."""
+
+    @property
+    def errors(self) -> Any: ...
+
+    @property
+    def validated_data(self) -> Any: ...
+
+    def is_valid(self) -> bool: ...
+
+
+def _by_field(errors: Mapping[str, list[str]]) -> dict[str, list[str]]:
+    """Flat errors on the form's fields: `config.method` shows on `config` as `method: ...`."""
+    found: dict[str, list[str]] = {}
+    for name, messages in errors.items():
+        field, _, rest = name.partition(".")
+        field = NON_FIELD if field == FLAT_NON_FIELD else field
+        label = f"{rest}: " if rest else ""
+        found.setdefault(field, []).extend(f"{label}{m}" for m in messages)
+    return found
 
 
 class PageForm:
@@ -52,18 +53,15 @@ class PageForm:
 
     @classmethod
     def check(
-        cls,
-        serializer_class: type[BaseSerializer[Any]],
-        data: Mapping[str, Any],
-        **kwargs: Any,
+        cls, checker_class: Callable[..., Checker], data: Mapping[str, Any], **kwargs: Any
     ) -> "PageForm":
-        """Validate the posted data with an API serializer."""
+        """Validate the posted data as the API does."""
         form = cls(data)
-        serializer = serializer_class(data=data, **kwargs)
-        if serializer.is_valid():
-            form.validated = dict(serializer.validated_data)
+        checker = checker_class(data=data, **kwargs)
+        if checker.is_valid():
+            form.validated = dict(checker.validated_data)
         else:
-            form.errors = _flatten(serializer.errors)
+            form.errors = _by_field(flatten_errors(checker.errors))
         return form
 
     @property
@@ -76,12 +74,12 @@ class PageForm:
         """Errors about the form as a whole."""
         return self.errors.get(NON_FIELD, [])
 
-    def fail(self, exc: APIException) -> None:
+    def fail(self, exc: DomainError) -> None:
         """Show a service's refusal (validation, conflict, role rule) on the form."""
-        detail = exc.detail if isinstance(exc, ValidationError) else str(exc.detail)
-        for field, messages in _flatten(detail).items():
+        errors = exc.errors if isinstance(exc, InvalidInput) else {FLAT_NON_FIELD: [exc.detail]}
+        for field, messages in _by_field(errors).items():
             self.errors.setdefault(field, []).extend(messages)
-        self.status = exc.status_code
+        self.status = exc.status
 
     def attempt(self, call: Callable[..., R], **kwargs: Any) -> R | None:
         """Run a service with the validated values (and `kwargs`) when the form is valid;
@@ -90,38 +88,13 @@ class PageForm:
             return None
         try:
             return call(**self.validated, **kwargs)
-        except APIException as exc:
+        except DomainError as exc:
             self.fail(exc)
             return None
 
     def value(self, name: str) -> Any:
         """The posted value of a field, for the template."""
         return self.data.get(name, "")
-
-
-def page_user(request: HttpRequest) -> User:
-    """The signed-in user of a page behind `member_required`."""
-    user = request.user
-    if not isinstance(user, User):  # `login_required` lets only real users through
-        raise PermissionDenied
-    return user
-
-
-def member_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
-    """Signed-in organization users only; others go to the login page and come back."""
-    return login_required(view)
-
-
-def manager_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
-    """Signed-in owners and admins only; members get a 403 page."""
-
-    @wraps(view)
-    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        if not page_user(request).is_manager:
-            raise PermissionDenied("This page needs the owner or admin role.")
-        return view(request, *args, **kwargs)
-
-    return login_required(wrapped)
 
 
 def safe_next(request: HttpRequest, default: str = "/") -> str:

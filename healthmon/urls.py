@@ -8,7 +8,7 @@ from drf_spectacular.views import (
     SpectacularSwaggerSplitView,
 )
 
-from healthmon.views import HealthView
+from healthmon.api.views import HealthView
 
 api_v1: list[URLPattern | URLResolver] = [
     path("", include("accounts.api.urls")),

@@ -14,13 +14,13 @@ from django.core.cache import cache
 from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
-from rest_framework import exceptions, serializers
 
 from accounts.audit import audit_record
 from accounts.models import AuditAction, Project
 from alerts.services import notifications_queue
 from analytics.services import rollups_add
 from healthmon.db import update_each
+from healthmon.errors import InvalidInput, TooManyRequests
 from monitoring.models import (
     CheckResult,
     Endpoint,
@@ -50,7 +50,7 @@ def _lock_project(project: Project) -> Project:
     """Lock the project row, so that it cannot be deleted while an endpoint joins it."""
     locked = Project.objects.select_for_update().filter(pk=project.pk).first()
     if locked is None:
-        raise serializers.ValidationError({"project": [f"Unknown project: {project.pk}."]})
+        raise InvalidInput({"project": [f"Unknown project: {project.pk}."]})
     return locked
 
 
@@ -219,13 +219,11 @@ def endpoint_check_now(*, endpoint: Endpoint) -> datetime:
     from monitoring.tasks import send_batch
 
     if not endpoint.enabled:
-        raise serializers.ValidationError(
-            {"enabled": ["The endpoint is paused: resume it to check it."]}
-        )
+        raise InvalidInput({"enabled": ["The endpoint is paused: resume it to check it."]})
     # One immediate check per endpoint at a time: check-now must not turn the service
     # into a traffic generator pointed at someone's server.
     if not cache.add(f"check-now:{endpoint.pk}", 1, timeout=CHECK_NOW_COOLDOWN_SECONDS):
-        raise exceptions.Throttled(wait=CHECK_NOW_COOLDOWN_SECONDS)
+        raise TooManyRequests(retry_after=CHECK_NOW_COOLDOWN_SECONDS)
     slot = timezone.now()
     items = [[str(endpoint.pk), slot.isoformat()]]
     transaction.on_commit(lambda: send_batch(items))

@@ -14,10 +14,11 @@ from django.http import HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
-from accounts.access import access_endpoint
+from accounts.access import member_required, page_user
 from accounts.models import Project
-from healthmon.pages import PageForm, member_required, page_user
+from healthmon.pages import PageForm
 from monitoring import services
+from monitoring.access import access_endpoint
 from monitoring.api.serializers import DEFAULT_INTERVAL, EndpointSerializer
 from monitoring.models import SLA_TIERS, Endpoint, EndpointType
 

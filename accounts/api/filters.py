@@ -3,7 +3,7 @@
 from django_filters import rest_framework as filters
 
 from accounts.models import AuditAction, AuditEvent
-from healthmon.filters import TimeRangeFilter, UTCDateTimeFilter
+from healthmon.api.filters import TimeRangeFilter, UTCDateTimeFilter
 
 
 class AuditEventFilter(TimeRangeFilter):

@@ -17,6 +17,8 @@ from accounts.models import (
     User,
     normalize_email,
 )
+from healthmon.api.errors import field_errors
+from healthmon.errors import InvalidInput
 
 MAX_PASSWORD_LENGTH = 1024
 
@@ -207,7 +209,10 @@ class ProjectIdsField(serializers.ListField):
         if isinstance(data, list) and len(data) > self.max_length:  # type: ignore[operator]
             self.fail("max_length", max_length=self.max_length)
         ids = super().to_internal_value(data)
-        return access_projects(self.context["request"].user, ids)
+        try:
+            return access_projects(self.context["request"].user, ids)
+        except InvalidInput as exc:
+            raise field_errors(exc) from exc
 
 
 class VisibleProjectField(serializers.PrimaryKeyRelatedField[Project]):

@@ -10,7 +10,6 @@ from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from accounts.access import access_endpoints
 from accounts.api.serializers import EmailAddressField, NameField, ProjectIdsField, TextField
 from alerts.models import (
     MAX_ADDRESSES,
@@ -27,6 +26,9 @@ from alerts.models import (
     load_scopes,
 )
 from alerts.transport import checked_url
+from healthmon.api.errors import field_errors
+from healthmon.errors import InvalidInput
+from monitoring.access import access_endpoints
 from monitoring.models import Endpoint
 from monitoring.targets import MASK, MAX_TARGET_LENGTH, TargetError
 
@@ -77,7 +79,10 @@ class EndpointsField(serializers.ListField):
         if isinstance(data, list) and len(data) > MAX_SCOPE_IDS:
             self.fail("max_length", max_length=MAX_SCOPE_IDS)
         ids = super().to_internal_value(data)
-        return access_endpoints(self.context["request"].user, ids)
+        try:
+            return access_endpoints(self.context["request"].user, ids)
+        except InvalidInput as exc:
+            raise field_errors(exc) from exc
 
     def get_attribute(self, instance: Scoped) -> list[str]:
         """The ids of the scope, as strings."""

@@ -24,10 +24,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.serializers import BaseSerializer
 
-from accounts.access import access_channel, access_maintenance_window
 from accounts.models import User
 from accounts.permissions import IsManagerOrReadOnly, caller
 from alerts import delivery, services
+from alerts.access import access_channel, access_maintenance_window
 from alerts.api.serializers import (
     DeliveryQuerySerializer,
     DeliverySerializer,
@@ -43,7 +43,7 @@ from alerts.models import (
     NotificationChannel,
 )
 from apikeys.permissions import HasScope
-from healthmon.filters import TrueFalseFilter
+from healthmon.api.filters import TrueFalseFilter
 
 HTTP_METHODS = ["get", "post", "patch", "delete", "head", "options"]
 

@@ -13,7 +13,7 @@ from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from accounts.access import access_endpoint, access_project
+from accounts.access import access_project
 from accounts.models import Project
 from accounts.permissions import caller
 from analytics import reports
@@ -22,8 +22,9 @@ from analytics.api.params import Query, QuerySerializer
 from analytics.api.renderers import CSVRenderer
 from analytics.windows import BUCKETS
 from apikeys.models import Scope
-from healthmon.errors import ProblemJSONRenderer
-from healthmon.pagination import PageNumberPagination
+from healthmon.api.errors import ProblemJSONRenderer
+from healthmon.api.pagination import PageNumberPagination
+from monitoring.access import access_endpoint
 from monitoring.models import Endpoint
 
 _RANGE = [

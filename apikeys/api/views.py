@@ -6,9 +6,9 @@ from rest_framework import mixins, status, viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from accounts.access import access_api_key
 from accounts.permissions import caller
 from apikeys import services
+from apikeys.access import access_api_key
 from apikeys.api import serializers as s
 from apikeys.models import ApiKey
 

@@ -6,7 +6,7 @@ from django.http import HttpRequest
 from django_filters import rest_framework as filters
 
 from accounts.models import Project
-from healthmon.filters import TimeRangeFilter, TrueFalseFilter, UTCDateTimeFilter
+from healthmon.api.filters import TimeRangeFilter, TrueFalseFilter, UTCDateTimeFilter
 from monitoring.models import CheckResult, Endpoint, EndpointStatus, EndpointType, Incident
 
 

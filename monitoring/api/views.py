@@ -19,10 +19,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.serializers import BaseSerializer
 
-from accounts.access import access_endpoint, access_incident
 from accounts.permissions import caller
 from apikeys.models import Scope
 from monitoring import services
+from monitoring.access import access_endpoint, access_incident
 from monitoring.api.filters import CheckFilter, EndpointFilter, IncidentFilter
 from monitoring.api.serializers import (
     CheckNowSerializer,

@@ -203,16 +203,16 @@ def test_granting_a_foreign_project_is_refused(api, cast):
 
 
 def test_an_actor_demoted_meanwhile_loses_its_rights(cast):
-    from rest_framework.exceptions import PermissionDenied
-
+    from accounts.errors import ManagerRoleRequired
     from accounts.services import user_change_role
 
     stale_owner = User.objects.get(pk=cast.owner.pk)
     User.objects.filter(pk=cast.admin.pk).update(role=Role.OWNER)
     User.objects.filter(pk=cast.owner.pk).update(role=Role.MEMBER)
 
-    with pytest.raises(PermissionDenied):
+    with pytest.raises(ManagerRoleRequired) as refused:
         user_change_role(actor=stale_owner, user=cast.member, role=Role.OWNER)
+    assert (refused.value.status, refused.value.code) == (403, "permission_denied")
     assert User.objects.get(pk=cast.member.pk).role == Role.MEMBER
 
 

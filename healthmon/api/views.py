@@ -17,7 +17,7 @@ class HealthView(APIView):
 
     authentication_classes: list[type] = []
     permission_classes = [AllowAny]
-    uses_database = False  # so never a 503 (healthmon/schema.py)
+    uses_database = False  # so never a 503 (healthmon/api/schema.py)
 
     @extend_schema(
         tags=["service"],

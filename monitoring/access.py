@@ -1,0 +1,35 @@
+"""Fetching endpoints and incidents for a caller; anything outside the projects the caller
+sees is a 404 (or, in a request body, an unknown id)."""
+
+import uuid
+from collections.abc import Iterable
+
+from accounts.access import get_or_404
+from accounts.models import User
+from healthmon.errors import InvalidInput
+from monitoring.models import Endpoint, Incident
+
+
+def access_endpoint(caller: User, endpoint_id: object, *, for_update: bool = False) -> Endpoint:
+    """An endpoint in a project the caller can see; locked (in a transaction) to write it."""
+    endpoints = Endpoint.objects.visible_to(caller)
+    return get_or_404(endpoints.select_for_update() if for_update else endpoints, endpoint_id)
+
+
+def access_incident(caller: User, incident_id: object) -> Incident:
+    """An incident of an endpoint in a project the caller can see."""
+    return get_or_404(Incident.objects.visible_to(caller), incident_id)
+
+
+def access_endpoints(caller: User, endpoint_ids: Iterable[uuid.UUID]) -> list[Endpoint]:
+    """Endpoints by id for a request body; an id the caller cannot see is a validation error."""
+    wanted = set(endpoint_ids)
+    found = list(
+        Endpoint.objects.visible_to(caller).defer("target", "config").filter(pk__in=wanted)
+    )
+    missing = wanted - {endpoint.pk for endpoint in found}
+    if missing:
+        raise InvalidInput(
+            {"non_field_errors": [f"Unknown endpoint: {pk}." for pk in sorted(map(str, missing))]}
+        )
+    return found
