@@ -6,7 +6,7 @@ from typing import Any
 
 from django.contrib.auth.base_user import AbstractBaseUser, BaseUserManager
 from django.contrib.auth.models import PermissionsMixin
-from django.db import models
+from django.db import models, transaction
 from django.db.models.functions import Lower
 from django.utils import timezone
 
@@ -20,11 +20,22 @@ class Role(models.TextChoices):
 
 
 MANAGER_ROLES = frozenset({Role.OWNER, Role.ADMIN})
+DEFAULT_PROJECT_NAME = "Default"
 
 
 def normalize_email(email: str) -> str:
     """Emails are logins and compared case-insensitively: store them trimmed and lowercased."""
     return email.strip().lower()
+
+
+class OrganizationQuerySet(models.QuerySet["Organization"]):
+    """Organizations; each is born with its default project."""
+
+    def create_with_default_project(self, *, name: str) -> tuple["Organization", "Project"]:
+        """Create an organization and the project every organization starts with."""
+        organization = self.create(name=name)
+        project = Project.objects.create(organization=organization, name=DEFAULT_PROJECT_NAME)
+        return organization, project
 
 
 class Organization(models.Model):
@@ -33,6 +44,8 @@ class Organization(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     name = models.CharField(max_length=200)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    objects = OrganizationQuerySet.as_manager()
 
     class Meta:
         ordering = ["name"]
@@ -116,11 +129,10 @@ class UserManager(BaseUserManager.from_queryset(UserQuerySet)):  # type: ignore[
         user.save(using=self._db)
         return user
 
+    @transaction.atomic
     def create_superuser(self, email: str, password: str | None = None, **extra: Any) -> "User":
         """Create a Django-admin superuser, owner of a new organization of its own."""
-        from accounts.services import organization_create  # services import this module
-
-        organization, _ = organization_create(name="Operations")
+        organization, _ = Organization.objects.create_with_default_project(name="Operations")
         extra.update(is_staff=True, is_superuser=True, email_verified_at=timezone.now())
         return self.create_user(
             email, password, organization=organization, role=Role.OWNER, **extra

@@ -31,7 +31,6 @@ from accounts.models import (
     User,
     normalize_email,
 )
-from accounts.tasks import send_email, send_password_reset
 from accounts.tokens import (
     hash_opaque_token,
     make_email_verification_token,
@@ -43,8 +42,12 @@ from accounts.tokens import (
 from apikeys.models import ApiKey
 from apikeys.services import api_keys_revoke
 from healthmon.errors import Conflict, InvalidInput
+from healthmon.queue import enqueue, enqueue_on_commit
 
-DEFAULT_PROJECT_NAME = "Default"
+# The names `accounts.tasks` registers its tasks under (the tasks call these services).
+SEND_EMAIL_TASK = "accounts.tasks.send_email"
+SEND_PASSWORD_RESET_TASK = "accounts.tasks.send_password_reset"  # noqa: S105 - a task name
+
 INVALID_LINK = "This link is invalid, expired or already used."
 EMAIL_TAKEN = "An account with this email already exists."
 PROJECT_NAME_TAKEN = "A project with this name already exists."
@@ -52,7 +55,7 @@ PROJECT_NAME_TAKEN = "A project with this name already exists."
 
 def _mail(template: str, to: str, context: dict[str, Any]) -> None:
     """Send a templated email once the surrounding transaction has committed."""
-    transaction.on_commit(lambda: send_email.delay(template=template, to=to, context=context))
+    enqueue_on_commit(SEND_EMAIL_TASK, kwargs={"template": template, "to": to, "context": context})
 
 
 def _link(path: str, token: str) -> str:
@@ -105,9 +108,7 @@ def _ensure_email_free(email: str) -> None:
 @transaction.atomic
 def organization_create(*, name: str) -> tuple[Organization, Project]:
     """Create an organization with its default project."""
-    organization = Organization.objects.create(name=name)
-    project = Project.objects.create(organization=organization, name=DEFAULT_PROJECT_NAME)
-    return organization, project
+    return Organization.objects.create_with_default_project(name=name)
 
 
 @transaction.atomic
@@ -184,7 +185,7 @@ def password_reset_request(*, email: str) -> None:
 
     The worker looks the account up, so known and unknown emails take the same time here.
     """
-    send_password_reset.delay(email=normalize_email(email), ip=client_ip())
+    enqueue(SEND_PASSWORD_RESET_TASK, kwargs={"email": normalize_email(email), "ip": client_ip()})
 
 
 @transaction.atomic

@@ -8,10 +8,13 @@ from django.conf import settings
 from django.core.mail import EmailMultiAlternatives
 from django.template.loader import render_to_string
 
+from accounts.services import SEND_EMAIL_TASK, SEND_PASSWORD_RESET_TASK, password_reset_send
+
 TEMPLATES = frozenset({"invitation", "password_reset", "verify_email"})
 
 
 @shared_task(
+    name=SEND_EMAIL_TASK,
     autoretry_for=(OSError, smtplib.SMTPException),
     retry_backoff=True,
     max_retries=5,
@@ -35,10 +38,8 @@ def send_email(*, template: str, to: str, context: dict[str, Any]) -> None:
     message.send()
 
 
-@shared_task(soft_time_limit=50, time_limit=60, ignore_result=True)
+@shared_task(name=SEND_PASSWORD_RESET_TASK, soft_time_limit=50, time_limit=60, ignore_result=True)
 def send_password_reset(*, email: str, ip: str | None = None) -> None:
     """Mail a reset link to this address if it belongs to an active account (`ip`: the
     requester's, for the audit log)."""
-    from accounts.services import password_reset_send  # services enqueue the tasks of this module
-
     password_reset_send(email=email, ip=ip)
