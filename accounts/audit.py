@@ -8,12 +8,12 @@ outside a request (tasks, commands) those fields stay empty.
 
 import contextvars
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 from uuid import UUID
 
+from django.conf import settings
 from django.db import models
 from django.http import HttpRequest, HttpResponse
-from rest_framework.throttling import BaseThrottle
 
 from accounts.models import AuditEvent, User
 
@@ -37,22 +37,49 @@ class AuditContextMiddleware:
             _request.reset(token)
 
 
+@runtime_checkable
+class AuditedCredential(Protocol):
+    """A credential that names itself in the log (an API key: `api_key:<prefix>`).
+
+    Credentials of the layers above accounts describe themselves, so this module needs
+    to know none of them.
+    """
+
+    @property
+    def audit_via(self) -> str:
+        """How the log shows a request authenticated with this credential."""
+        ...
+
+
+def _ident(request: HttpRequest) -> str:
+    """The client address as the throttles key it: the REMOTE_ADDR, or the entry of
+    X-Forwarded-For that the outermost of NUM_PROXIES trusted proxies appended."""
+    forwarded = request.META.get("HTTP_X_FORWARDED_FOR")
+    remote = str(request.META.get("REMOTE_ADDR") or "")
+    # The trusted proxy count is the API's setting: throttles and the log read one value.
+    proxies = settings.REST_FRAMEWORK.get("NUM_PROXIES")
+    if proxies is None:  # no count configured: the whole chain, as one identity
+        return "".join(forwarded.split()) if forwarded else remote
+    if proxies == 0 or forwarded is None:
+        return remote
+    hops = forwarded.split(",")
+    return hops[-min(proxies, len(hops))].strip()
+
+
 def client_ip(request: HttpRequest | None = None) -> str | None:
     """The client address of a request (the current one by default), through NUM_PROXIES
     trusted proxies exactly as the throttles see it."""
     request = request or _request.get()
     if request is None:
         return None
-    return BaseThrottle().get_ident(request) or None  # type: ignore[arg-type]
+    return _ident(request) or None
 
 
 def _via(request: HttpRequest) -> str:
     """How the request was authenticated: `api_key:<prefix>`, `jwt` or `session`."""
-    from apikeys.models import ApiKey  # apikeys' models import accounts' models
-
     auth = getattr(request, "auth", None)
-    if isinstance(auth, ApiKey):
-        return f"api_key:{auth.prefix}"
+    if isinstance(auth, AuditedCredential):
+        return auth.audit_via
     if auth is not None:
         return "jwt"
     return "session" if isinstance(getattr(request, "user", None), User) else ""

@@ -26,8 +26,8 @@ from accounts.access import (
     page_user,
 )
 from accounts.api import serializers as s
+from accounts.api.throttling import page_throttle_wait
 from accounts.models import Invitation, Project, Role
-from accounts.throttling import page_throttle_wait
 from accounts.tokens import hash_opaque_token
 from healthmon.pages import PageForm, safe_next
 

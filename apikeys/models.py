@@ -76,6 +76,11 @@ class ApiKey(models.Model):
         return Scope.ADMIN in self.scopes or (scope is not None and scope in self.scopes)
 
     @property
+    def audit_via(self) -> str:
+        """How the audit log shows a request made with this key (`accounts.audit`)."""
+        return f"api_key:{self.prefix}"
+
+    @property
     def state(self) -> str:
         """`active`, `expired` or `revoked`."""
         if self.revoked_at is not None:

@@ -16,9 +16,9 @@ from accounts import selectors, services
 from accounts.access import access_pending_invitation, access_project, access_user
 from accounts.api import serializers as s
 from accounts.api.filters import AuditEventFilter
+from accounts.api.throttling import AuthAccountThrottle, AuthIPThrottle, AuthUserThrottle
 from accounts.models import AuditEvent, Invitation, Project, User
 from accounts.permissions import IsManager, IsManagerOrReadOnly, caller
-from accounts.throttling import AuthAccountThrottle, AuthIPThrottle, AuthUserThrottle
 from accounts.tokens import issue_access_token
 from apikeys.models import Scope
 from apikeys.permissions import HasScope, IsUserCredential
