@@ -64,3 +64,12 @@ class ManagerRoleRequired(DomainError):
     code = ErrorCode.PERMISSION_DENIED
     title = "Permission denied"
     default_detail = "This action needs the owner or admin role."
+
+
+class UserCredentialRequired(DomainError):
+    """A route that only a person, signed in with a password, may use."""
+
+    status = 403
+    code = ErrorCode.PERMISSION_DENIED
+    title = "Permission denied"
+    default_detail = "API keys cannot do this: sign in with your password and use the JWT."

@@ -1,11 +1,12 @@
-"""Role permissions: who in an organization may do what."""
+"""Role permissions: who in an organization may do what, and with which credential."""
 
 from typing import TYPE_CHECKING, cast
 
 from rest_framework import permissions
 from rest_framework.request import Request
+from rest_framework_simplejwt.tokens import Token
 
-from accounts.errors import ManagerRoleRequired
+from accounts.errors import ManagerRoleRequired, UserCredentialRequired
 from accounts.models import User
 
 if TYPE_CHECKING:  # rest_framework.views imports the permission and throttle settings
@@ -43,3 +44,17 @@ class IsManagerOrReadOnly(IsManager):
         if request.method in permissions.SAFE_METHODS:
             return isinstance(request.user, User)
         return super().has_permission(request, view)
+
+
+class IsUserCredential(permissions.BasePermission):
+    """A person's JWT only: no API key, whatever its scopes.
+
+    Checked positively (the credential is a JWT), so that accounts need not know the
+    credentials of the layers above it; an unauthenticated request is left to the 401.
+    """
+
+    def has_permission(self, request: Request, view: "APIView") -> bool:
+        """Refuse any credential other than a JWT with 403."""
+        if request.auth is not None and not isinstance(request.auth, Token):
+            raise UserCredentialRequired()
+        return True

@@ -2,7 +2,7 @@
 
 from enum import StrEnum
 
-from healthmon.errors import DomainError, ErrorCode
+from healthmon.errors import DomainError
 
 
 class ApiKeyErrorCode(StrEnum):
@@ -18,12 +18,3 @@ class InsufficientScope(DomainError):
     code = ApiKeyErrorCode.INSUFFICIENT_SCOPE
     title = "Insufficient scope"
     default_detail = "This API key lacks the scope this request needs."
-
-
-class UserCredentialRequired(DomainError):
-    """A route that only a person, signed in with a password, may use."""
-
-    status = 403
-    code = ErrorCode.PERMISSION_DENIED
-    title = "Permission denied"
-    default_detail = "API keys cannot do this: sign in with your password and use the JWT."

@@ -3,8 +3,10 @@
 Each view declares the scope a key needs to read (`read_scope`, for GET, HEAD and OPTIONS)
 and to write (`write_scope`); an `@action` may override either. An undeclared scope (None)
 means the route is for JWTs and `admin` keys only, so a new view is closed to narrow keys
-until it says otherwise. Roles are checked separately, against the key creator's current
-role, so a key never exceeds what its creator may do now.
+until it says otherwise. Views below this layer (accounts) declare scopes by value and get
+`HasScope` as the default permission class from settings. Routes no key may use at all
+add `accounts.permissions.IsUserCredential`. Roles are checked separately, against the key
+creator's current role, so a key never exceeds what its creator may do now.
 """
 
 from typing import TYPE_CHECKING
@@ -13,7 +15,7 @@ from rest_framework import permissions
 from rest_framework.request import Request
 
 from accounts.permissions import IsOrganizationMember
-from apikeys.errors import InsufficientScope, UserCredentialRequired
+from apikeys.errors import InsufficientScope
 from apikeys.models import ApiKey, Scope
 
 if TYPE_CHECKING:
@@ -40,14 +42,4 @@ class HasScope(IsOrganizationMember):
                 raise InsufficientScope(
                     f"This API key needs the `{scope or Scope.ADMIN}` scope for this request."
                 )
-        return True
-
-
-class IsUserCredential(permissions.BasePermission):
-    """A person's JWT only: no API key, whatever its scopes."""
-
-    def has_permission(self, request: Request, view: "APIView") -> bool:
-        """Refuse API keys with 403."""
-        if isinstance(request.auth, ApiKey):
-            raise UserCredentialRequired()
         return True

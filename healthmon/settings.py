@@ -430,7 +430,7 @@ REST_FRAMEWORK = {
         "healthmon.api.errors.AnyBodyAsJSONParser",
     ],
     "DEFAULT_PAGINATION_CLASS": "healthmon.api.pagination.PageNumberPagination",
-    "DEFAULT_SCHEMA_CLASS": "healthmon.api.schema.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "apikeys.api.schema.AutoSchema",
     "EXCEPTION_HANDLER": "healthmon.api.errors.problem_exception_handler",
     "NUM_PROXIES": NUM_PROXIES,
     "UNAUTHENTICATED_USER": None,

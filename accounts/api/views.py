@@ -1,12 +1,12 @@
 """Accounts API: authentication, users, invitations and projects."""
 
-from typing import Any
+from typing import Any, cast
 
 from django.db.models import QuerySet
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.permissions import AllowAny
+from rest_framework.permissions import AllowAny, BasePermission
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.serializers import BaseSerializer
@@ -18,10 +18,15 @@ from accounts.api import serializers as s
 from accounts.api.filters import AuditEventFilter
 from accounts.api.throttling import AuthAccountThrottle, AuthIPThrottle, AuthUserThrottle
 from accounts.models import AuditEvent, Invitation, Project, User
-from accounts.permissions import IsManager, IsManagerOrReadOnly, caller
+from accounts.permissions import IsManager, IsManagerOrReadOnly, IsUserCredential, caller
 from accounts.tokens import issue_access_token
-from apikeys.models import Scope
-from apikeys.permissions import HasScope, IsUserCredential
+
+# The project's default permission, from settings: an organization member, and an API key
+# within the scope the view declares (`apikeys.permissions.HasScope`; apikeys sits above
+# accounts, so the views here name it through settings and declare scopes by value).
+# DRF resolves the dotted paths of the setting to classes.
+MEMBER = cast(list[type[BasePermission]], list(api_settings.DEFAULT_PERMISSION_CLASSES))
+ENDPOINT_READ = "endpoint:read"  # apikeys.models.Scope.ENDPOINT_READ
 
 CONFLICT = OpenApiResponse(description="Conflicts with an existing account or name (`conflict`).")
 FORGOT_PASSWORD_DETAIL = "If an account exists for this email, a reset link has been sent."  # noqa: S105
@@ -119,7 +124,7 @@ class AuthViewSet(viewsets.ViewSet):
         methods=["post"],
         url_path="change-password",
         authentication_classes=api_settings.DEFAULT_AUTHENTICATION_CLASSES,
-        permission_classes=[IsUserCredential, HasScope],
+        permission_classes=[IsUserCredential, *MEMBER],
         throttle_classes=[AuthUserThrottle],
     )
     def change_password(self, request: Request) -> Response:
@@ -136,7 +141,7 @@ class AuthViewSet(viewsets.ViewSet):
         detail=False,
         methods=["get"],
         authentication_classes=api_settings.DEFAULT_AUTHENTICATION_CLASSES,
-        permission_classes=[HasScope],
+        permission_classes=MEMBER,
         throttle_classes=[],
     )
     def me(self, request: Request) -> Response:
@@ -152,7 +157,7 @@ class ManagerOnlyViewSet(
 ):
     """List, read and delete, for the owners and admins of the organization."""
 
-    permission_classes = [HasScope, IsManager]
+    permission_classes = [*MEMBER, IsManager]
 
 
 @extend_schema(tags=["users"])
@@ -250,8 +255,8 @@ class InvitationViewSet(ManagerOnlyViewSet):
 class ProjectViewSet(viewsets.ModelViewSet):
     """Projects: everyone reads the ones it can see; owners and admins write."""
 
-    permission_classes = [HasScope, IsManagerOrReadOnly]
-    read_scope = Scope.ENDPOINT_READ
+    permission_classes = [*MEMBER, IsManagerOrReadOnly]
+    read_scope = ENDPOINT_READ
     serializer_class = s.ProjectSerializer
     http_method_names = ["get", "post", "patch", "delete", "head", "options"]
 
@@ -296,7 +301,7 @@ class AuditLogViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
     """Security-relevant actions in the caller's organization: sign-ins, password resets
     and changes, invitations, role changes, removals, API keys and endpoints."""
 
-    permission_classes = [HasScope, IsManager]
+    permission_classes = [*MEMBER, IsManager]
     serializer_class = s.AuditEventSerializer
     filterset_class = AuditEventFilter
 

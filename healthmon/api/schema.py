@@ -40,23 +40,10 @@ _PAGED_404 = "No such resource in the caller's organization, or a page past the 
 
 
 class AutoSchema(openapi.AutoSchema):
-    """drf-spectacular's schema plus the error responses and API key scope of each operation."""
+    """drf-spectacular's schema plus the error responses of each operation.
 
-    def get_description(self) -> str:  # type: ignore[override]
-        """The view's description, then which API keys may call the operation."""
-        # Imported here: apikeys.permissions loads rest_framework.views through accounts.
-        from apikeys.permissions import IsUserCredential, required_scope
-
-        description: str = super().get_description()
-        permissions = self.view.get_permissions()
-        if any(isinstance(p, AllowAny) for p in permissions):
-            return description
-        if any(isinstance(p, IsUserCredential) for p in permissions):
-            note = "API keys cannot call this operation: use a JWT."
-        else:
-            scope = required_scope(self.method, self.view)
-            note = f"API key scope: `{scope}` (or `admin`)." if scope else "API key scope: `admin`."
-        return f"{description}\n\n{note}".strip()
+    The apps above add what only they know (`apikeys.api.schema`: the key scope).
+    """
 
     def _get_parameters(self) -> list[dict[str, Any]]:
         """The parameters; an optional query parameter sent empty counts as absent.
