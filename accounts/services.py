@@ -39,8 +39,6 @@ from accounts.tokens import (
     user_for_email_verification_token,
     user_for_password_reset_token,
 )
-from apikeys.models import ApiKey
-from apikeys.services import api_keys_revoke
 from healthmon.errors import Conflict, InvalidInput
 from healthmon.queue import enqueue, enqueue_on_commit
 
@@ -395,7 +393,11 @@ def user_change_role(*, actor: User, user: User, role: str) -> User:
 
 @transaction.atomic
 def user_remove(*, actor: User, user: User) -> None:
-    """Remove a user from the organization; its tokens stop working at once."""
+    """Remove a user from the organization; its tokens stop working at once.
+
+    Its API keys stop working too (key authentication refuses a key whose creator is
+    gone); `apikeys.services.member_remove` also marks them revoked, for the record.
+    """
     if user.pk == actor.pk:
         raise CannotRemoveSelf()
     actor, user = _lock_for_role_change(actor, user)
@@ -403,7 +405,6 @@ def user_remove(*, actor: User, user: User) -> None:
         raise LastOwner("The last owner cannot be removed.")
     if user.role == Role.OWNER and actor.role != Role.OWNER:
         raise OwnerRoleRequired("Only an owner can remove an owner.")
-    api_keys_revoke(api_keys=ApiKey.objects.filter(created_by=user))
     audit_record(
         action=AuditAction.USER_REMOVED,
         organization_id=user.organization_id,

@@ -17,7 +17,7 @@ urlpatterns = [
     path("team/invite", views.team_invite, name="team-invite"),
     path("team/<uuid:user_id>/role", views.team_change_role, name="team-role"),
     path("team/<uuid:user_id>/projects", views.team_set_projects, name="team-projects"),
-    path("team/<uuid:user_id>/remove", views.team_remove, name="team-remove"),
+    # team/<id>/remove is in apikeys.urls: removing a member revokes its API keys too.
     path(
         "team/invitations/<uuid:invitation_id>/revoke",
         views.team_revoke_invitation,

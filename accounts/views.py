@@ -232,7 +232,9 @@ def team_invite(request: HttpRequest) -> HttpResponse:
     return redirect("team")
 
 
-def _team_action(request: HttpRequest, call: Any, done: str, **kwargs: Any) -> HttpResponse:
+def team_action(request: HttpRequest, call: Any, done: str, **kwargs: Any) -> HttpResponse:
+    """Run a service on a team member: back to the team page saying `done`, or showing
+    the service's refusal there. (Removal, in `apikeys.views`, is one.)"""
     form = PageForm()
     form.attempt(call, **kwargs)
     if not form.is_valid:
@@ -250,7 +252,7 @@ def team_change_role(request: HttpRequest, user_id: str) -> HttpResponse:
     if not form.is_valid:
         return _team(request, form)
     role = form.validated["role"]
-    return _team_action(
+    return team_action(
         request,
         services.user_change_role,
         f"{target.email} is now {Role(role).label.lower()}.",
@@ -271,20 +273,6 @@ def team_set_projects(request: HttpRequest, user_id: str) -> HttpResponse:
         return _team(request, form)
     messages.success(request, f"Projects of {target.email} saved.")
     return redirect("team")
-
-
-@manager_required
-@require_POST
-def team_remove(request: HttpRequest, user_id: str) -> HttpResponse:
-    """Remove a user from the organization; its sessions, tokens and keys stop working."""
-    target = access_user(page_user(request), user_id)
-    return _team_action(
-        request,
-        services.user_remove,
-        f"{target.email} was removed.",
-        actor=page_user(request),
-        user=target,
-    )
 
 
 @manager_required

@@ -1,4 +1,4 @@
-"""API key lifecycle: issue, revoke, and record use."""
+"""API key lifecycle: issue, revoke, and record use; removing a member with its keys."""
 
 from collections.abc import Iterable
 from datetime import datetime, timedelta
@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from accounts.audit import audit_record
 from accounts.models import AuditAction, User
+from accounts.services import user_remove
 from apikeys import keys
 from apikeys.models import ApiKey, Scope
 
@@ -64,6 +65,18 @@ def api_keys_revoke(*, api_keys: QuerySet[ApiKey]) -> int:
     return ApiKey.objects.filter(pk__in=[api_key.pk for api_key in revoking]).update(
         revoked_at=timezone.now()
     )
+
+
+@transaction.atomic
+def member_remove(*, actor: User, user: User) -> None:
+    """Remove a user from the organization and revoke every key it created.
+
+    Removal is accounts' (`user_remove`: the role rules, the audit event, the delete), the
+    keys are this app's, so the workflow joining both lives here, above accounts. The keys
+    are revoked first, while the user still owns them; a refused removal rolls both back.
+    """
+    api_keys_revoke(api_keys=ApiKey.objects.filter(created_by=user))
+    user_remove(actor=actor, user=user)
 
 
 def api_key_mark_used(*, api_key: ApiKey, now: datetime) -> None:

@@ -1,4 +1,5 @@
-"""API key pages: the keys a user manages, creating one (shown once) and revoking."""
+"""API key pages: the keys a user manages, creating one (shown once) and revoking; and the
+removal of a team member, which revokes the member's keys too."""
 
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
@@ -6,7 +7,8 @@ from django.shortcuts import redirect, render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_POST
 
-from accounts.access import member_required, page_user
+from accounts.access import access_user, manager_required, member_required, page_user
+from accounts.views import team_action
 from apikeys import services
 from apikeys.access import access_api_key
 from apikeys.api.serializers import ApiKeyCreateSerializer
@@ -60,3 +62,17 @@ def api_key_revoke(request: HttpRequest, api_key_id: str) -> HttpResponse:
     services.api_keys_revoke(api_keys=ApiKey.objects.filter(pk=api_key.pk))
     messages.success(request, f"The key {api_key.name} is revoked.")
     return redirect("api-keys")
+
+
+@manager_required
+@require_POST
+def team_remove(request: HttpRequest, user_id: str) -> HttpResponse:
+    """Remove a user from the organization; its sessions, tokens and keys stop working."""
+    target = access_user(page_user(request), user_id)
+    return team_action(
+        request,
+        services.member_remove,
+        f"{target.email} was removed.",
+        actor=page_user(request),
+        user=target,
+    )

@@ -152,10 +152,9 @@ class AuthViewSet(viewsets.ViewSet):
 class ManagerOnlyViewSet(
     mixins.ListModelMixin,
     mixins.RetrieveModelMixin,
-    mixins.DestroyModelMixin,
     viewsets.GenericViewSet,
 ):
-    """List, read and delete, for the owners and admins of the organization."""
+    """List and read, for the owners and admins of the organization."""
 
     permission_classes = [*MEMBER, IsManager]
 
@@ -164,16 +163,13 @@ class ManagerOnlyViewSet(
 @extend_schema_view(
     list=extend_schema(summary="List the organization's users (owner, admin)"),
     retrieve=extend_schema(summary="One user of the organization (owner, admin)"),
-    destroy=extend_schema(
-        summary="Remove a user (owner, admin); never yourself or the last owner",
-        responses={
-            204: None,
-            400: OpenApiResponse(description="`cannot_remove_self` or `last_owner`."),
-        },
-    ),
 )
 class UserViewSet(ManagerOnlyViewSet):
-    """Users of the caller's organization; owners and admins only."""
+    """Users of the caller's organization; owners and admins only.
+
+    Served as `apikeys.api.views.UserViewSet`, which adds the removal: removing a user
+    revokes its API keys too, a workflow of the layer above.
+    """
 
     serializer_class = s.UserDetailSerializer
 
@@ -186,10 +182,6 @@ class UserViewSet(ManagerOnlyViewSet):
     def get_object(self) -> User:
         """A user of the caller's organization, else 404."""
         return access_user(caller(self.request), self.kwargs["pk"])
-
-    def perform_destroy(self, instance: User) -> None:
-        """Remove through the service that enforces the self and last-owner rules."""
-        services.user_remove(actor=caller(self.request), user=instance)
 
     @extend_schema(request=s.RoleSerializer, responses={200: s.UserDetailSerializer})
     @action(detail=True, methods=["patch"])
@@ -221,7 +213,7 @@ class UserViewSet(ManagerOnlyViewSet):
 
 
 @extend_schema(tags=["users"])
-class InvitationViewSet(ManagerOnlyViewSet):
+class InvitationViewSet(mixins.DestroyModelMixin, ManagerOnlyViewSet):
     """Pending invitations of the caller's organization; owners and admins only."""
 
     serializer_class = s.InvitationSerializer

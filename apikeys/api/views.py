@@ -1,11 +1,14 @@
-"""API key routes: issue (shown once), list and revoke."""
+"""API key routes: issue (shown once), list and revoke; and the users routes, whose
+removal revokes the removed user's keys."""
 
 from django.db.models import QuerySet
-from drf_spectacular.utils import extend_schema, extend_schema_view
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from accounts.api import views as accounts_views
+from accounts.models import User
 from accounts.permissions import caller
 from apikeys import services
 from apikeys.access import access_api_key
@@ -59,3 +62,23 @@ class ApiKeyViewSet(
     def perform_destroy(self, instance: ApiKey) -> None:
         """Revoke; the record stays for the admin."""
         services.api_keys_revoke(api_keys=ApiKey.objects.filter(pk=instance.pk))
+
+
+@extend_schema_view(
+    destroy=extend_schema(
+        summary="Remove a user (owner, admin); never yourself or the last owner",
+        responses={
+            204: None,
+            400: OpenApiResponse(description="`cannot_remove_self` or `last_owner`."),
+        },
+    ),
+)
+class UserViewSet(mixins.DestroyModelMixin, accounts_views.UserViewSet):
+    """Users of the caller's organization; owners and admins only."""
+
+    # The docstring is the operations' description, as in accounts. This class adds the
+    # removal to accounts' users routes: it revokes the removed user's API keys too.
+
+    def perform_destroy(self, instance: User) -> None:
+        """Remove through the workflow that enforces the self and last-owner rules."""
+        services.member_remove(actor=caller(self.request), user=instance)
