@@ -2,7 +2,6 @@
 
 import uuid
 from collections.abc import Iterable
-from typing import Any
 from urllib.parse import urlencode
 
 from django.conf import settings
@@ -46,12 +45,15 @@ from healthmon.queue import enqueue, enqueue_on_commit
 SEND_EMAIL_TASK = "accounts.tasks.send_email"
 SEND_PASSWORD_RESET_TASK = "accounts.tasks.send_password_reset"  # noqa: S105 - a task name
 
+# What a mail template reads besides the site's address; it travels to the worker as JSON.
+MailContext = dict[str, str | int]
+
 INVALID_LINK = "This link is invalid, expired or already used."
 EMAIL_TAKEN = "An account with this email already exists."
 PROJECT_NAME_TAKEN = "A project with this name already exists."
 
 
-def _mail(template: str, to: str, context: dict[str, Any]) -> None:
+def _mail(template: str, to: str, context: MailContext) -> None:
     """Send a templated email once the surrounding transaction has committed."""
     enqueue_on_commit(SEND_EMAIL_TASK, kwargs={"template": template, "to": to, "context": context})
 
@@ -264,7 +266,7 @@ def invitation_create(
 
 
 def _audit_invitation(invitation: Invitation, actor: User | None, resent: bool = False) -> None:
-    details: dict[str, Any] = {"email": invitation.email, "role": invitation.role}
+    details: dict[str, str | bool] = {"email": invitation.email, "role": invitation.role}
     if resent:
         details["resent"] = True
     audit_record(

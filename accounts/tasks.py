@@ -1,14 +1,18 @@
 """Mail delivery, off the request path: slow SMTP never delays a response or leaks through it."""
 
 import smtplib
-from typing import Any
 
 from celery import shared_task
 from django.conf import settings
 from django.core.mail import EmailMultiAlternatives
 from django.template.loader import render_to_string
 
-from accounts.services import SEND_EMAIL_TASK, SEND_PASSWORD_RESET_TASK, password_reset_send
+from accounts.services import (
+    SEND_EMAIL_TASK,
+    SEND_PASSWORD_RESET_TASK,
+    MailContext,
+    password_reset_send,
+)
 
 TEMPLATES = frozenset({"invitation", "password_reset", "verify_email"})
 
@@ -22,7 +26,7 @@ TEMPLATES = frozenset({"invitation", "password_reset", "verify_email"})
     time_limit=60,
     ignore_result=True,
 )
-def send_email(*, template: str, to: str, context: dict[str, Any]) -> None:
+def send_email(*, template: str, to: str, context: MailContext) -> None:
     """Render `templates/emails/<template>` as text and HTML and send it to one address."""
     if template not in TEMPLATES:
         raise ValueError(f"unknown email template {template!r}")
