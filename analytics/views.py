@@ -14,8 +14,8 @@ from django.views.decorators.http import require_GET
 from accounts.access import member_required, page_user
 from accounts.models import Project
 from analytics import charts, dashboards
-from analytics.api.params import MAX_COMPARED
 from analytics.dashboards import OverviewFilters
+from analytics.reports import MAX_COMPARED
 from analytics.windows import PERIODS
 from monitoring.access import access_endpoint
 from monitoring.models import Endpoint, EndpointStatus, EndpointType
