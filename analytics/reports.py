@@ -9,7 +9,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import NamedTuple, TypedDict
+from typing import NamedTuple
 from uuid import UUID
 
 from django.db.models import Count
@@ -22,6 +22,7 @@ from analytics.rows import (
     AvailabilityRow,
     Cause,
     CompareRow,
+    EndpointFacts,
     ErrorPoint,
     ErrorsRow,
     Identity,
@@ -29,6 +30,7 @@ from analytics.rows import (
     SeriesRow,
     SlaFigures,
     SlaRow,
+    SlaTarget,
     SummaryRow,
     UptimeRow,
     Uptimes,
@@ -181,18 +183,11 @@ def summary(
     for key, identity, endpoints in items.rows():
         stats = figures.get(key, Latency()).figures()
         uptimes = _uptimes(covered, endpoints, end)
-        row: SummaryRow = {**identity, **stats, **uptimes}
+        about: EndpointFacts = {}
         if items.group_by == "endpoint":
-            first = endpoints[0]
-            about: _About = {"status": first.status, "sla_target": first.sla_target}
-            row = {**identity, **about, **stats, **uptimes}
-        rows.append(row)
+            about = {"status": endpoints[0].status, "sla_target": endpoints[0].sla_target}
+        rows.append({**identity, **about, **stats, **uptimes})
     return rows
-
-
-class _About(TypedDict):
-    status: str
-    sla_target: float
 
 
 def uptime(items: Items, end: datetime, now: datetime) -> list[UptimeRow]:
@@ -418,10 +413,10 @@ def sla(
             "downtime_s": round(down, 3),
             "tiers": selectors.sla_tiers(watched, down, targets),
         }
-        row: SlaRow = {**identity, **figures}
+        target: SlaTarget = {}
         if items.group_by == "endpoint":
-            row = {**identity, "sla_target": endpoints[0].sla_target, **figures}
-        rows.append(row)
+            target = {"sla_target": endpoints[0].sla_target}
+        rows.append({**identity, **target, **figures})
     return rows
 
 

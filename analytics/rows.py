@@ -42,12 +42,21 @@ class Uptimes(TypedDict):
     uptime_30d: float | None
 
 
-class SummaryRow(Identity, LatencyFigures, Uptimes):
-    """Latency and rates over a window and uptime to its end; status and SLA target for
-    an endpoint."""
+class SlaTarget(TypedDict, total=False):
+    """An endpoint's own SLA target, in rows about one endpoint."""
 
-    status: NotRequired[str]
-    sla_target: NotRequired[float]
+    sla_target: float
+
+
+class EndpointFacts(TypedDict, total=False):
+    """An endpoint's status and own SLA target, in rows about one endpoint."""
+
+    status: str
+    sla_target: float
+
+
+class SummaryRow(Identity, EndpointFacts, LatencyFigures, Uptimes):
+    """Latency and rates over a window and uptime to its end."""
 
 
 class UptimeRow(Identity, Uptimes):
@@ -164,10 +173,8 @@ class SlaFigures(TypedDict):
     tiers: list[SlaTier]
 
 
-class SlaRow(Identity, SlaFigures):
+class SlaRow(Identity, SlaTarget, SlaFigures):
     """SLA figures of an endpoint (with its own target) or a project."""
-
-    sla_target: NotRequired[float]
 
 
 class CompareRow(SummaryRow):
