@@ -10,10 +10,8 @@ from django.db.models import Q
 
 from accounts.models import Project
 from alerts.models import MaintenanceWindow, Recurrence, load_scopes
-from analytics.windows import merge_intervals
+from healthmon.intervals import Interval, Window, clip, merge
 from monitoring.models import Endpoint
-
-Interval = tuple[datetime, datetime]
 
 
 def _windows(
@@ -42,11 +40,12 @@ def maintenance_intervals(
     windows = _windows(endpoints, start, end)
     if not windows:
         return {}
+    span = Window(start, end)
     for window in windows:
-        occurrences = [(max(s, start), min(e, end)) for s, e in window.occurrences(start, end)]
+        occurrences = clip(window.occurrences(start, end), span)
         if not occurrences:
             continue
         for endpoint in endpoints:
             if window.covers(endpoint):
                 found[endpoint.pk] += occurrences
-    return {pk: merge_intervals(sorted(intervals)) for pk, intervals in found.items()}
+    return {pk: merge(intervals) for pk, intervals in found.items()}

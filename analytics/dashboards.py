@@ -8,19 +8,29 @@ import hashlib
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TypedDict
 from uuid import UUID
 
 from django.conf import settings
 from django.core.cache import cache
 from django.core.paginator import Page, Paginator
 from django.db.models import Case, IntegerField, QuerySet, Value, When
+from django.utils.safestring import SafeString
 
 from accounts.models import Project, User
 from analytics import charts, reports
 from analytics.reports import Items
+from analytics.rows import (
+    AvailabilityRow,
+    CompareRow,
+    ErrorsRow,
+    SeriesPoint,
+    SlaRow,
+    SummaryRow,
+)
 from analytics.selectors import bucket_for
-from analytics.windows import PERIODS, Window
+from analytics.windows import PERIODS
+from healthmon.intervals import Window
 from monitoring.models import CheckResult, Endpoint, EndpointStatus, Incident
 
 OVERVIEW_PAGE_SIZE = 100
@@ -55,12 +65,58 @@ class OverviewFilters:
         return {prefix + name: value for name, value in chosen.items() if value}
 
 
+class OverviewFigures(TypedDict):
+    """What the overview shows of an endpoint beside its name and status."""
+
+    uptime_24h: float | None
+    uptime_7d: float | None
+    uptime_30d: float | None
+    avg_ms: float | None
+    sparkline: SafeString
+
+
+class OverviewRow(OverviewFigures):
+    """An endpoint's row on the overview: its figures and the endpoint itself."""
+
+    object: Endpoint
+
+
 @dataclass
 class ProjectGroup:
     """A project's endpoints on one overview page, with their figures."""
 
     project: Project
-    rows: list[dict[str, Any]] = field(default_factory=list)
+    rows: list[OverviewRow] = field(default_factory=list)
+
+
+class EndpointDetail(TypedDict):
+    """Everything the endpoint page shows: the reports of its period, the last day's
+    response-time series, and its latest checks and incidents."""
+
+    window: Window
+    day: Window
+    bucket: str
+    summary: SummaryRow
+    series: list[SeriesPoint]
+    availability: AvailabilityRow
+    errors: ErrorsRow
+    sla: SlaRow
+    checks: list[CheckResult]
+    incidents: list[Incident]
+
+
+class ComparedRow(CompareRow):
+    """An endpoint of the comparison page: its comparison row and the endpoint itself."""
+
+    object: Endpoint
+
+
+class Comparison(TypedDict):
+    """The comparison page: its window and bucket, a row per endpoint picked."""
+
+    window: Window
+    bucket: str
+    rows: list[ComparedRow]
 
 
 def _ranked(endpoints: QuerySet[Endpoint]) -> QuerySet[Endpoint]:
@@ -101,7 +157,7 @@ def overview(
 
 def overview_figures(
     endpoints: list[Endpoint], period: str, now: datetime
-) -> dict[str, dict[str, Any]]:
+) -> dict[str, OverviewFigures]:
     """Per endpoint: uptime over 24 h / 7 d / 30 d, average response time over the period
     (from the same reports as the API) and a sparkline of the last 24 h, hour by hour.
 
@@ -112,15 +168,15 @@ def overview_figures(
     ids = ",".join(sorted(str(endpoint.pk) for endpoint in endpoints))
     key = f"overview:1:{period}:{hashlib.sha256(ids.encode()).hexdigest()}"
     seconds = settings.DASHBOARD_CACHE_SECONDS
-    found = cache.get(key) if seconds else None
-    if found is not None:
-        return found
+    cached: dict[str, OverviewFigures] | None = cache.get(key) if seconds else None
+    if cached is not None:
+        return cached
     items = Items("endpoint", endpoints)
     reads = reports.Reads(items, now)
     summaries = reports.summary(items, period_window(period, now), now, reads, percentiles=False)
     day = period_window("24h", now)
     lines = reports.response_time(items, day, "1h", reads, p95=False)
-    found = {
+    found: dict[str, OverviewFigures] = {
         row["endpoint"]: {
             "uptime_24h": row["uptime_24h"],
             "uptime_7d": row["uptime_7d"],
@@ -146,7 +202,7 @@ def open_incidents(user: User, filters: OverviewFilters, limit: int = RECENT) ->
     return list(incidents.order_by("-started_at")[:limit])
 
 
-def endpoint_detail(endpoint: Endpoint, period: str, now: datetime) -> dict[str, Any]:
+def endpoint_detail(endpoint: Endpoint, period: str, now: datetime) -> EndpointDetail:
     """Everything the endpoint page shows.
 
     The response-time graph covers the last 24 hours in 5-minute buckets; availability,
@@ -180,16 +236,15 @@ def endpoint_detail(endpoint: Endpoint, period: str, now: datetime) -> dict[str,
     }
 
 
-def comparison(endpoints: list[Endpoint], period: str, now: datetime) -> dict[str, Any]:
+def comparison(endpoints: list[Endpoint], period: str, now: datetime) -> Comparison:
     """Several endpoints side by side: one overlaid series each and their figures."""
     window = period_window(period, now)
     bucket = bucket_for(window, None)
     # The chart draws averages: its series are read without histograms.
     rows = reports.compare(endpoints, window, bucket, now, series_p95=False) if endpoints else []
     by_id = {str(endpoint.pk): endpoint for endpoint in endpoints}
-    for row in rows:
-        row["object"] = by_id[row["endpoint"]]
-    return {"window": window, "bucket": bucket, "rows": rows}
+    compared: list[ComparedRow] = [{**row, "object": by_id[row["endpoint"]]} for row in rows]
+    return {"window": window, "bucket": bucket, "rows": compared}
 
 
 def endpoint_choices(user: User) -> dict[Project, list[Endpoint]]:

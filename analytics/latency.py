@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from analytics import histogram
+from analytics.rows import LatencyFigures
 
 
 @dataclass
@@ -66,7 +67,7 @@ class Latency:
         """The q-th quantile of successful response times, from the histogram."""
         return histogram.percentile(self.hist, q, self.min_ms, self.max_ms)
 
-    def figures(self) -> dict[str, Any]:
+    def figures(self) -> LatencyFigures:
         """The response-time and rate figures, as the API shows them."""
         rate = (lambda part: round(100 * part / self.count, 4)) if self.count else None
         return {

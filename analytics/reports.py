@@ -9,7 +9,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import NamedTuple
 from uuid import UUID
 
 from django.db.models import Count
@@ -18,9 +18,36 @@ from accounts.models import Project
 from analytics import selectors
 from analytics.latency import Latency
 from analytics.models import TIERS, Rollup
+from analytics.rows import (
+    AvailabilityRow,
+    Cause,
+    CompareRow,
+    EndpointFacts,
+    ErrorPoint,
+    ErrorsRow,
+    Identity,
+    IncidentRow,
+    SeriesRow,
+    SlaFigures,
+    SlaRow,
+    SlaTarget,
+    SummaryRow,
+    UptimeRow,
+    Uptimes,
+)
 from analytics.selectors import Coverage
-from analytics.windows import BUCKETS, PERIODS, Window
+from analytics.windows import BUCKETS, PERIODS, buckets
+from healthmon.intervals import Interval, Window
 from monitoring.models import CheckResult, Endpoint, Incident
+
+
+class Item(NamedTuple):
+    """One row of a report: its key (an endpoint's or a project's id), what it is about,
+    and the endpoints whose figures it adds up."""
+
+    key: UUID
+    identity: Identity
+    endpoints: list[Endpoint]
 
 
 @dataclass
@@ -43,18 +70,20 @@ class Items:
             return {endpoint.pk: endpoint.pk for endpoint in self.endpoints}
         return {endpoint.pk: endpoint.project_id for endpoint in self.endpoints}
 
-    def rows(self) -> list[tuple[UUID, dict[str, Any], list[Endpoint]]]:
-        """(key, identity fields, endpoints) per item, in page order."""
+    def rows(self) -> list[Item]:
+        """One item per row, in page order."""
         if self.group_by == "endpoint":
             return [
-                (endpoint.pk, _endpoint_identity(endpoint), [endpoint])
+                Item(endpoint.pk, _endpoint_identity(endpoint), [endpoint])
                 for endpoint in self.endpoints
             ]
         members: dict[UUID, list[Endpoint]] = defaultdict(list)
         for endpoint in self.endpoints:
             members[endpoint.project_id].append(endpoint)
         return [
-            (project.pk, {"project": str(project.pk), "name": project.name}, members[project.pk])
+            Item(
+                project.pk, {"project": str(project.pk), "name": project.name}, members[project.pk]
+            )
             for project in self.projects
         ]
 
@@ -107,7 +136,7 @@ class Reads:
         return covered
 
 
-def _endpoint_identity(endpoint: Endpoint) -> dict[str, Any]:
+def _endpoint_identity(endpoint: Endpoint) -> Identity:
     return {
         "endpoint": str(endpoint.pk),
         "name": endpoint.name,
@@ -127,13 +156,12 @@ def _sum_coverage(
 
 def _uptimes(
     covered: dict[UUID, Coverage], endpoints: Sequence[Endpoint], end: datetime
-) -> dict[str, float | None]:
-    return {
-        f"uptime_{name}": selectors.uptime_percent(
-            *_sum_coverage(covered, endpoints, Window(end - length, end))
-        )
-        for name, length in PERIODS.items()
-    }
+) -> Uptimes:
+    def over(period: str) -> float | None:
+        within = Window(end - PERIODS[period], end)
+        return selectors.uptime_percent(*_sum_coverage(covered, endpoints, within))
+
+    return {"uptime_24h": over("24h"), "uptime_7d": over("7d"), "uptime_30d": over("30d")}
 
 
 def summary(
@@ -143,7 +171,7 @@ def summary(
     reads: Reads | None = None,
     *,
     percentiles: bool = True,
-) -> list[dict[str, Any]]:
+) -> list[SummaryRow]:
     """Per item: latency and rates over the window; uptime over 24 h, 7 d and 30 d to its end.
     Without `percentiles` (the overview, which shows averages), p50/p95/p99 are null and the
     rows read are an eighth of the size."""
@@ -151,17 +179,18 @@ def summary(
     figures = reads.latency(window, percentiles)
     end = min(window.end, now)
     covered = reads.coverage(Window(end - PERIODS["30d"], end))
-    rows = []
+    rows: list[SummaryRow] = []
     for key, identity, endpoints in items.rows():
-        extra = {}
+        stats = figures.get(key, Latency()).figures()
+        uptimes = _uptimes(covered, endpoints, end)
+        about: EndpointFacts = {}
         if items.group_by == "endpoint":
-            extra = {"status": endpoints[0].status, "sla_target": endpoints[0].sla_target}
-        stats = figures.get(key, Latency())
-        rows.append({**identity, **extra, **stats.figures(), **_uptimes(covered, endpoints, end)})
+            about = {"status": endpoints[0].status, "sla_target": endpoints[0].sla_target}
+        rows.append({**identity, **about, **stats, **uptimes})
     return rows
 
 
-def uptime(items: Items, end: datetime, now: datetime) -> list[dict[str, Any]]:
+def uptime(items: Items, end: datetime, now: datetime) -> list[UptimeRow]:
     """Per item: time-weighted uptime and check success rate over 24 h, 7 d and 30 d."""
     end = min(end, now)
     covered = selectors.coverage(items.endpoints, Window(end - PERIODS["30d"], end), now)
@@ -169,11 +198,19 @@ def uptime(items: Items, end: datetime, now: datetime) -> list[dict[str, Any]]:
         name: selectors.latency(items.owners, Window(end - length, end), now, histograms=False)
         for name, length in PERIODS.items()
     }
-    rows = []
+    rows: list[UptimeRow] = []
     for key, identity, endpoints in items.rows():
-        row = {**identity, **_uptimes(covered, endpoints, end)}
-        for name in PERIODS:
-            row[f"success_rate_{name}"] = rates[name].get(key, Latency()).figures()["success_rate"]
+        success = {
+            name: found.get(key, Latency()).figures()["success_rate"]
+            for name, found in rates.items()
+        }
+        row: UptimeRow = {
+            **identity,
+            **_uptimes(covered, endpoints, end),
+            "success_rate_24h": success["24h"],
+            "success_rate_7d": success["7d"],
+            "success_rate_30d": success["30d"],
+        }
         rows.append(row)
     return rows
 
@@ -189,7 +226,7 @@ def response_time(
     reads: Reads | None = None,
     *,
     p95: bool = True,
-) -> list[dict[str, Any]]:
+) -> list[SeriesRow]:
     """Per item: a series of {t, avg_ms, min_ms, max_ms, p95_ms, count} per bucket; without
     `p95` its `p95_ms` is null and the rows read are a seventh of the size (sparklines)."""
     width = BUCKETS[bucket]
@@ -200,9 +237,7 @@ def response_time(
     ]
 
 
-def _spread(
-    intervals: Sequence[tuple[datetime, datetime]], starts: list[datetime], width: timedelta
-) -> list[float]:
+def _spread(intervals: Sequence[Interval], starts: list[datetime], width: timedelta) -> list[float]:
     """Seconds of the intervals falling in each bucket, in one pass over the intervals and
     one over the buckets (a difference array adds the whole buckets in between)."""
     seconds = [0.0] * len(starts)
@@ -234,14 +269,14 @@ def _spread(
 
 def availability(
     items: Items, window: Window, bucket: str, now: datetime, reads: Reads | None = None
-) -> list[dict[str, Any]]:
+) -> list[AvailabilityRow]:
     """Per item: uptime % per bucket, and the incidents and maintenance inside the window
     (maintenance counts as neither up nor down time)."""
     width = BUCKETS[bucket]
     covered = (reads or Reads(items, now)).coverage(window)
-    starts = list(window.buckets(width))
+    starts = list(buckets(window, width))
     incidents = _incidents(items.endpoint_ids, window)
-    rows = []
+    rows: list[AvailabilityRow] = []
     for _key, identity, endpoints in items.rows():
         watched = _spread([i for e in endpoints for i in covered[e.pk].watched], starts, width)
         down = _spread([i for e in endpoints for i in covered[e.pk].down], starts, width)
@@ -271,7 +306,7 @@ def availability(
     return rows
 
 
-def _incidents(endpoint_ids: Sequence[UUID], window: Window) -> list[dict[str, Any]]:
+def _incidents(endpoint_ids: Sequence[UUID], window: Window) -> list[IncidentRow]:
     found = (
         Incident.objects.filter(endpoint_id__in=endpoint_ids, started_at__lt=window.end)
         .exclude(resolved_at__lte=window.start)
@@ -292,7 +327,7 @@ def _incidents(endpoint_ids: Sequence[UUID], window: Window) -> list[dict[str, A
 
 def errors(
     items: Items, window: Window, bucket: str, now: datetime, reads: Reads | None = None
-) -> list[dict[str, Any]]:
+) -> list[ErrorsRow]:
     """Per item: failures and error rate over the window, against the window just before
     it, per bucket, and the most frequent error causes."""
     width = BUCKETS[bucket]
@@ -301,17 +336,17 @@ def errors(
     before = reads.latency(window.previous(), histograms=False)
     points = reads.series(_tier(bucket), window, histograms=False)
     causes = _causes(items, window)
-    rows = []
+    rows: list[ErrorsRow] = []
     for key, identity, _ in items.rows():
         current = now_figures.get(key, Latency()).figures()
         previous = before.get(key, Latency()).figures()
         change = None
         if current["error_rate"] is not None and previous["error_rate"] is not None:
             change = round(current["error_rate"] - previous["error_rate"], 4)
-        buckets = points.get(key, {})
-        trend = []
-        for start in window.buckets(width):
-            stats = buckets.get(start) or Latency()
+        found = points.get(key, {})
+        trend: list[ErrorPoint] = []
+        for start in buckets(window, width):
+            stats = found.get(start) or Latency()
             rate = round(100 * stats.failures / stats.count, 4) if stats.count else None
             trend.append(
                 {"t": start, "checks": stats.count, "failures": stats.failures, "error_rate": rate}
@@ -334,7 +369,7 @@ def errors(
 TOP_ERRORS = 10
 
 
-def _causes(items: Items, window: Window) -> dict[UUID, list[dict[str, Any]]]:
+def _causes(items: Items, window: Window) -> dict[UUID, list[Cause]]:
     """Top error texts per item, from raw failed checks (one grouped query)."""
     owners = items.owners
     rows = (
@@ -353,7 +388,7 @@ def _causes(items: Items, window: Window) -> dict[UUID, list[dict[str, Any]]]:
         counts[owners[row["endpoint_id"]]][row["error"]] += row["count"]
     return {
         owner: [
-            {"error": error, "count": count}
+            Cause(error=error, count=count)
             for error, count in sorted(found.items(), key=lambda pair: (-pair[1], pair[0]))
         ][:TOP_ERRORS]
         for owner, found in counts.items()
@@ -366,26 +401,27 @@ def sla(
     now: datetime,
     targets: Sequence[float] | None,
     reads: Reads | None = None,
-) -> list[dict[str, Any]]:
+) -> list[SlaRow]:
     """Per item: uptime over the window and each SLA tier's budget side by side."""
     covered = (reads or Reads(items, now)).coverage(window)
-    rows = []
+    rows: list[SlaRow] = []
     for _key, identity, endpoints in items.rows():
         watched, down = _sum_coverage(covered, endpoints)
-        extra: dict[str, Any] = {}
+        figures: SlaFigures = {
+            "uptime": selectors.uptime_percent(watched, down),
+            "watched_s": round(watched, 3),
+            "downtime_s": round(down, 3),
+            "tiers": selectors.sla_tiers(watched, down, targets),
+        }
+        target: SlaTarget = {}
         if items.group_by == "endpoint":
-            extra["sla_target"] = endpoints[0].sla_target
-        rows.append(
-            {
-                **identity,
-                **extra,
-                "uptime": selectors.uptime_percent(watched, down),
-                "watched_s": round(watched, 3),
-                "downtime_s": round(down, 3),
-                "tiers": selectors.sla_tiers(watched, down, targets),
-            }
-        )
+            target = {"sla_target": endpoints[0].sla_target}
+        rows.append({**identity, **target, **figures})
     return rows
+
+
+# Endpoints one comparison holds, on the API and on the page.
+MAX_COMPARED = 10
 
 
 def compare(
@@ -395,7 +431,7 @@ def compare(
     now: datetime,
     *,
     series_p95: bool = True,
-) -> list[dict[str, Any]]:
+) -> list[CompareRow]:
     """Several endpoints side by side: summary figures, SLA at their own target, series
     (without `series_p95`, their points' `p95_ms` is null: the page draws averages)."""
     items = Items("endpoint", endpoints)
@@ -406,7 +442,7 @@ def compare(
         for row in response_time(items, window, bucket, reads, p95=series_p95)
     }
     slas = {row["endpoint"]: row for row in sla(items, window, now, None, reads)}
-    rows = []
+    rows: list[CompareRow] = []
     for row in summaries:
         own = [t for t in slas[row["endpoint"]]["tiers"] if t["target"] == row["sla_target"]]
         rows.append({**row, "sla": own[0], "points": series[row["endpoint"]]})

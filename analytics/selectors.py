@@ -8,7 +8,7 @@ windows do not count).
 
 import itertools
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple
@@ -21,7 +21,9 @@ from alerts.maintenance import maintenance_intervals
 from analytics import histogram
 from analytics.latency import Latency
 from analytics.models import Rollup
-from analytics.windows import BUCKETS, Window, floor, tiles
+from analytics.rows import SeriesPoint, SlaTier
+from analytics.windows import BUCKETS, buckets, floor, tiles
+from healthmon.intervals import Interval, Window, clip, intersect, length, subtract
 from monitoring.models import (
     SLA_TIERS,
     Endpoint,
@@ -141,13 +143,13 @@ def series(
 
 
 def series_points(
-    buckets: dict[datetime, Latency], window: Window, width: timedelta
-) -> list[dict[str, Any]]:
+    found: dict[datetime, Latency], window: Window, width: timedelta
+) -> list[SeriesPoint]:
     """A series with every bucket of the window, empty ones included (count 0)."""
-    points = []
+    points: list[SeriesPoint] = []
     empty = Latency()
-    for start in window.buckets(width):
-        stats = buckets.get(start) or empty
+    for start in buckets(window, width):
+        stats = found.get(start) or empty
         successes = stats.successes
         points.append(
             {
@@ -165,8 +167,6 @@ def series_points(
 
 # --- Time-weighted uptime -------------------------------------------------------------------
 
-Interval = tuple[datetime, datetime]
-
 
 @dataclass
 class Coverage:
@@ -179,67 +179,13 @@ class Coverage:
 
     def seconds(self, within: Window | None = None) -> tuple[float, float]:
         """(watched, down) seconds, optionally restricted to a sub-window."""
-        return _length(self.watched, within), _length(self.down, within)
+        return length(self.watched, within), length(self.down, within)
 
     def clipped(self, window: Window) -> "Coverage":
         """The coverage of a sub-window: what `coverage` answers for that window."""
         return Coverage(
-            _clip(self.watched, window),
-            _clip(self.down, window),
-            _clip(self.maintenance, window),
+            clip(self.watched, window), clip(self.down, window), clip(self.maintenance, window)
         )
-
-
-def _length(intervals: Iterable[Interval], within: Window | None) -> float:
-    total = 0.0
-    for start, end in intervals:
-        if within is not None:
-            start, end = max(start, within.start), min(end, within.end)
-        if end > start:
-            total += (end - start).total_seconds()
-    return total
-
-
-def _clip(intervals: Iterable[Interval], window: Window) -> list[Interval]:
-    clipped = [(max(s, window.start), min(e, window.end)) for s, e in intervals]
-    return [(s, e) for s, e in clipped if e > s]
-
-
-def _intersect(first: list[Interval], second: list[Interval]) -> list[Interval]:
-    """The overlaps of two lists of disjoint intervals, in one pass over both sorted: an
-    endpoint with hundreds of incidents and of maintenance pieces stays linear."""
-    a, b = sorted(first), sorted(second)
-    out, i, j = [], 0, 0
-    while i < len(a) and j < len(b):
-        start, end = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
-        if end > start:
-            out.append((start, end))
-        if a[i][1] <= b[j][1]:
-            i += 1
-        else:
-            j += 1
-    return out
-
-
-def _minus(intervals: list[Interval], holes: list[Interval]) -> list[Interval]:
-    """The parts of the intervals outside every hole, both sorted and disjoint, in one pass
-    over each. (`windows.subtract_intervals` rebuilds its pieces for every hole: with the
-    ~200 weekly maintenance pieces of a month it made a 50-endpoint SLA page 12x slower.)"""
-    out: list[Interval] = []
-    j = 0
-    for start, end in intervals:
-        while j < len(holes) and holes[j][1] <= start:
-            j += 1
-        k = j
-        while k < len(holes) and holes[k][0] < end:
-            low, high = holes[k]
-            if low > start:
-                out.append((start, low))
-            start = max(start, high)
-            k += 1
-        if end > start:
-            out.append((start, end))
-    return out
 
 
 def coverage(endpoints: Sequence[Endpoint], window: Window, now: datetime) -> dict[UUID, Coverage]:
@@ -270,11 +216,11 @@ def coverage(endpoints: Sequence[Endpoint], window: Window, now: datetime) -> di
     maintenance = maintenance_intervals(endpoints, window.start, window.end)
     result = {}
     for endpoint in endpoints:
-        watched = _clip(_watched(endpoint, pauses[endpoint.pk], now), window)
-        held = _intersect(maintenance.get(endpoint.pk, []), watched)
-        watched = _minus(watched, held)
+        watched = clip(_watched(endpoint, pauses[endpoint.pk], now), window)
+        held = intersect(maintenance.get(endpoint.pk, []), watched)
+        watched = subtract(watched, held)
         result[endpoint.pk] = Coverage(
-            watched, _intersect(_clip(down[endpoint.pk], window), watched), held
+            watched, intersect(sorted(clip(down[endpoint.pk], window)), watched), held
         )
     return result
 
@@ -310,12 +256,10 @@ def uptime_percent(watched: float, down: float) -> float | None:
     return round(100 * (1 - down / watched), 4)
 
 
-def sla_tiers(
-    watched: float, down: float, targets: Sequence[float] | None = None
-) -> list[dict[str, Any]]:
+def sla_tiers(watched: float, down: float, targets: Sequence[float] | None = None) -> list[SlaTier]:
     """Each SLA tier's budget and standing for one watched span."""
     uptime = uptime_percent(watched, down)
-    rows = []
+    rows: list[SlaTier] = []
     for target, label in SLA_TIERS:
         if targets and target not in targets:
             continue

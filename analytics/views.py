@@ -12,10 +12,10 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET
 
 from accounts.access import member_required, page_user
-from accounts.models import Project
+from accounts.models import Project, User
 from analytics import charts, dashboards
-from analytics.api.params import MAX_COMPARED
 from analytics.dashboards import OverviewFilters
+from analytics.reports import MAX_COMPARED
 from analytics.windows import PERIODS
 from monitoring.access import access_endpoint
 from monitoring.models import Endpoint, EndpointStatus, EndpointType
@@ -105,7 +105,7 @@ def endpoint_page(request: HttpRequest, endpoint_id: str) -> HttpResponse:
     return render(request, "analytics/endpoint.html", context)
 
 
-def _compared(request: HttpRequest, user: Any) -> list[Endpoint]:
+def _compared(request: HttpRequest, user: User) -> list[Endpoint]:
     """The endpoints picked (up to 10); an id the user cannot see is a 404."""
     raw = [value for value in request.GET.getlist("endpoints") if value]
     parsed = list(dict.fromkeys(_uuid_or_none(value) for value in raw))

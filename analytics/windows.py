@@ -1,12 +1,12 @@
 """Time ranges of analytics queries, and how rollup tiers tile them."""
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
 
 from analytics.models import TIERS, Rollup
+from healthmon.intervals import Interval, Window, merge, subtract
 
 PERIODS = {"24h": timedelta(hours=24), "7d": timedelta(days=7), "30d": timedelta(days=30)}
 BUCKETS = {"5m": timedelta(minutes=5), "1h": timedelta(hours=1), "1d": timedelta(days=1)}
@@ -27,28 +27,12 @@ def ceil(moment: datetime, width: timedelta) -> datetime:
     return start if start == moment else start + width
 
 
-@dataclass(frozen=True)
-class Window:
-    """A time range [start, end) in UTC."""
-
-    start: datetime
-    end: datetime
-
-    @property
-    def seconds(self) -> float:
-        """Its length."""
-        return (self.end - self.start).total_seconds()
-
-    def previous(self) -> "Window":
-        """The window of the same length just before this one."""
-        return Window(self.start - (self.end - self.start), self.start)
-
-    def buckets(self, width: timedelta) -> Iterator[datetime]:
-        """Starts of the width-aligned buckets that overlap the window."""
-        moment = floor(self.start, width)
-        while moment < self.end:
-            yield moment
-            moment += width
+def buckets(window: Window, width: timedelta) -> Iterator[datetime]:
+    """Starts of the width-aligned buckets that overlap the window."""
+    moment = floor(window.start, width)
+    while moment < window.end:
+        yield moment
+        moment += width
 
 
 Span = tuple[type[Rollup], datetime, datetime]
@@ -101,44 +85,15 @@ def _within_retention(spans: list[Span], now: datetime) -> list[Span]:
             start, end = floor(start, tier.width), ceil(end, tier.width)
         moved.append((tier, start, end))
     result: list[Span] = []
-    covered: list[tuple[datetime, datetime]] = []
+    covered: list[Interval] = []
     for tier in reversed(TIERS):
-        mine = sorted((start, end) for t, start, end in moved if t is tier)
-        for start, end in merge_intervals(mine):
-            result += [(tier, s, e) for s, e in subtract_intervals(start, end, covered)]
-        covered += mine
+        mine = merge((start, end) for t, start, end in moved if t is tier)
+        result += [(tier, s, e) for s, e in subtract(mine, covered)]
+        covered = merge([*covered, *mine])
     return sorted(result, key=lambda span: span[1])
 
 
-def merge_intervals(intervals: list[tuple[datetime, datetime]]) -> list[tuple[datetime, datetime]]:
-    """Sorted intervals with the overlapping and touching ones joined."""
-    merged: list[tuple[datetime, datetime]] = []
-    for start, end in intervals:
-        if merged and start <= merged[-1][1]:
-            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
-        else:
-            merged.append((start, end))
-    return merged
-
-
-def subtract_intervals(
-    start: datetime, end: datetime, covered: list[tuple[datetime, datetime]]
-) -> list[tuple[datetime, datetime]]:
-    """The parts of [start, end) outside every covered interval."""
-    pieces = [(start, end)]
-    for low, high in covered:
-        pieces = [
-            part
-            for s, e in pieces
-            for part in ((s, min(e, low)), (max(s, high), e))
-            if part[1] > part[0]
-        ]
-    return pieces
-
-
-def _tile(
-    start: datetime, end: datetime, level: int
-) -> list[tuple[type[Rollup], datetime, datetime]]:
+def _tile(start: datetime, end: datetime, level: int) -> list[Span]:
     if start >= end:
         return []
     tier = TIERS[level]

@@ -283,7 +283,7 @@ def endpoint_metrics(world: World, args: argparse.Namespace, rng: random.Random)
     """The endpoint's 24 h summary and response-time series."""
     from analytics import reports
     from analytics.reports import Items
-    from analytics.windows import Window
+    from healthmon.intervals import Window
 
     day = Window(world.end - DAY, world.end)
     chosen = pick(rng, world.endpoints, args.reps)
@@ -310,7 +310,7 @@ def project_metrics(world: World, args: argparse.Namespace, rng: random.Random) 
     """A project's 30-day uptime: the uptime route, and the SLA route (incidents only)."""
     from analytics import reports
     from analytics.reports import Items
-    from analytics.windows import Window
+    from healthmon.intervals import Window
 
     month = Window(world.end - timedelta(days=30), world.end)
     members: dict[Any, list[Any]] = {}
@@ -372,7 +372,7 @@ def org_metric(
     """The 30-day summary of every endpoint of an organization, one row per endpoint."""
     from analytics import reports
     from analytics.reports import Items
-    from analytics.windows import Window
+    from healthmon.intervals import Window
     from monitoring.models import Endpoint
 
     month = Window(world.end - timedelta(days=30), world.end)

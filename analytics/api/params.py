@@ -8,13 +8,14 @@ from uuid import UUID
 from django.utils import timezone
 from rest_framework import serializers
 
+from analytics.reports import MAX_COMPARED
 from analytics.selectors import bucket_for
-from analytics.windows import BUCKETS, MAX_POINTS, MAX_RANGE, PERIODS, Window
+from analytics.windows import BUCKETS, MAX_POINTS, MAX_RANGE, PERIODS
+from healthmon.intervals import Window
 from monitoring.models import SLA_TIERS
 
 EARLIEST = datetime(2000, 1, 1, tzinfo=UTC)
 LATEST = datetime(2100, 1, 1, tzinfo=UTC)
-MAX_COMPARED = 10
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 import csv
 import io
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rest_framework import renderers
@@ -19,7 +19,7 @@ def _cell(value: Any) -> Any:
     return value
 
 
-def rows(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def rows(results: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """One CSV row per item of each result's list (series points, SLA tiers), with the
     result's own fields repeated in front."""
     flat = []

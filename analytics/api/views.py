@@ -1,7 +1,7 @@
 """Analytics API: summary, response time, uptime, availability, errors, SLA, comparison."""
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from django.db.models import QuerySet
@@ -161,7 +161,7 @@ class AnalyticsViewSet(viewsets.GenericViewSet):
         _check_points(query, len(items.rows()))
         return items
 
-    def _page(self, query: Query, rows: list[dict[str, Any]]) -> Response:
+    def _page(self, query: Query, rows: Sequence[Mapping[str, object]]) -> Response:
         response = self.get_paginated_response(rows)
         response.data.update(
             {"from": query.window.start, "to": query.window.end, "bucket": query.bucket}

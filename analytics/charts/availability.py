@@ -5,7 +5,7 @@ from datetime import datetime
 
 from django.utils.safestring import SafeString
 
-from analytics.charts.scales import Frame, Key, Point, Span, bucket_slots, time_range, value_ticks
+from analytics.charts.scales import Frame, Key, Span, bucket_slots, time_range, value_ticks
 from analytics.charts.svg import (
     PALETTE,
     axes,
@@ -18,6 +18,8 @@ from analytics.charts.svg import (
     title_tag,
 )
 from analytics.charts.words import TO, count, duration, percent, period, when
+from analytics.rows import AvailabilityBucket, IncidentRow, MaintenanceRow
+from healthmon.intervals import Interval, Window
 
 # A bucket is "up" at three nines, the usual SLA floor, and "down" under 95% (over an hour
 # down in a day). Bars of 99% and 100% look alike: the level's colour tells them apart.
@@ -43,7 +45,7 @@ def _level(uptime: float | None) -> str:
     return "up" if uptime >= UP_AT else "degraded" if uptime >= DEGRADED_AT else "down"
 
 
-def _bar(frame: Frame, bucket: Point, s: float, e: float) -> str:
+def _bar(frame: Frame, bucket: AvailabilityBucket, s: float, e: float) -> str:
     """A bar as tall as the bucket's uptime, coloured by its level."""
     uptime, down = bucket.get("uptime"), bucket.get("downtime_s") or 0.0
     x0, x1 = frame.x(s), frame.x(e)
@@ -61,7 +63,7 @@ def _bar(frame: Frame, bucket: Point, s: float, e: float) -> str:
     return tag("rect", title, cls=f"bar {_level(uptime)}", **box, **paint)
 
 
-def _incident_detail(incident: Point) -> str:
+def _incident_detail(incident: IncidentRow) -> str:
     """Start, end or 'ongoing', duration and cause of an incident."""
     began, ended = incident["started_at"], incident.get("resolved_at")
     text = f"Incident from {when(began.timestamp())} UTC"
@@ -73,16 +75,14 @@ def _incident_detail(incident: Point) -> str:
     return text + (f": {incident['cause']}" if incident.get("cause") else "")
 
 
-def _incident_span(incident: Point, t1: float) -> Span:
+def _incident_interval(incident: IncidentRow, end: datetime) -> Interval:
     """Start and end of an incident; an open one lasts to the chart's end."""
-    ended = incident.get("resolved_at")
-    return incident["started_at"].timestamp(), ended.timestamp() if ended else t1
+    return incident["started_at"], incident.get("resolved_at") or end
 
 
-def _incident_band(frame: Frame, incident: Point) -> str:
+def _incident_band(frame: Frame, incident: IncidentRow, during: Interval) -> str:
     """A translucent band across the plot, clipped to the chart's range."""
-    s, e = _incident_span(incident, frame.t1)
-    x0, x1 = frame.x(s), frame.x(e)
+    x0, x1 = frame.x(during[0].timestamp()), frame.x(during[1].timestamp())
     if x1 - x0 < 2:  # a short incident stays visible
         x0 = min(x0, frame.right - 2)
         x1 = x0 + 2
@@ -93,7 +93,7 @@ def _incident_band(frame: Frame, incident: Point) -> str:
     return tag("rect", title, cls="incident", data_incident=str(incident["id"]), **box, **paint)
 
 
-def _maintenance_band(frame: Frame, held: Point) -> str:
+def _maintenance_band(frame: Frame, held: MaintenanceRow) -> str:
     """A hatched-looking band under the incidents: time that counts in no figure."""
     s, e = held["starts_at"].timestamp(), held["ends_at"].timestamp()
     x0, x1 = frame.x(max(s, frame.t0)), frame.x(min(e, frame.t1))
@@ -110,10 +110,13 @@ def _maintenance_band(frame: Frame, held: Point) -> str:
 
 
 def _availability_desc(
-    title: str, span: Span, buckets: Sequence[Point], incidents: Sequence[Point]
+    title: str,
+    span: Span,
+    buckets: Sequence[AvailabilityBucket],
+    incidents: Sequence[IncidentRow],
 ) -> str:
     """Intervals at the target, lowest uptime, downtime and incidents, in words."""
-    known = [b["uptime"] for b in buckets if b.get("uptime") is not None]
+    known = [uptime for b in buckets if (uptime := b.get("uptime")) is not None]
     parts = ["no data in this period"]
     if known:
         parts = [
@@ -129,10 +132,10 @@ def _availability_desc(
 
 
 def availability_chart(
-    buckets: Sequence[Point],
-    incidents: Sequence[Point],
+    buckets: Sequence[AvailabilityBucket],
+    incidents: Sequence[IncidentRow],
     *,
-    maintenance: Sequence[Point] = (),
+    maintenance: Sequence[MaintenanceRow] = (),
     start: datetime,
     end: datetime,
     title: str = "Availability",
@@ -146,15 +149,16 @@ def availability_chart(
     Levels (classes): `up` at or above 99.9%, `degraded` at or above 95%, `down` below,
     `nodata` where nothing was watched.
     """
-    span = time_range(start, end)
+    span, window = time_range(start, end), Window(start, end)
     frame = plot_frame(width, height, span, AVAILABILITY_KEYS, 100.0)
     ordered = sorted(buckets, key=lambda bucket: bucket["t"])
     slots = bucket_slots([bucket["t"] for bucket in ordered], *span)
     inside = [ordered[i] for i, _, _ in slots]
-    shown = [i for i in incidents if _overlaps(_incident_span(i, span[1]), span)]
+    during = [(i, _incident_interval(i, end)) for i in incidents]
+    shown = [(i, interval) for i, interval in during if window.overlaps(interval)]
     bars = "".join(_bar(frame, ordered[i], s, e) for i, s, e in slots)
-    bands = "".join(_incident_band(frame, incident) for incident in shown)
-    held = [m for m in maintenance if _overlaps(_held_span(m), span)]
+    bands = "".join(_incident_band(frame, incident, interval) for incident, interval in shown)
+    held = [m for m in maintenance if window.overlaps((m["starts_at"], m["ends_at"]))]
     body = [
         axes(frame, value_ticks(100.0), lambda value: f"{value:g}%"),
         tag("g", bars, cls="bars"),
@@ -164,13 +168,5 @@ def availability_chart(
     ]
     if all(bucket.get("uptime") is None for bucket in inside):
         body.append(no_data(frame))
-    desc = _availability_desc(title, span, inside, shown)
+    desc = _availability_desc(title, span, inside, [incident for incident, _ in shown])
     return chart_svg("chart-availability", frame, id_prefix, title, desc, body)
-
-
-def _held_span(held: Point) -> Span:
-    return held["starts_at"].timestamp(), held["ends_at"].timestamp()
-
-
-def _overlaps(first: Span, second: Span) -> bool:
-    return first[1] > second[0] and first[0] < second[1]

@@ -9,7 +9,6 @@ from analytics.charts.scales import (
     Column,
     Frame,
     Key,
-    Point,
     Span,
     columns_of,
     merge,
@@ -29,6 +28,7 @@ from analytics.charts.svg import (
     tag,
 )
 from analytics.charts.words import figures, ms, period, shorten, when
+from analytics.rows import SeriesPoint
 
 MAX_SERIES = 10
 # From the fifth series on lines are dashed too: neighbouring hues get close, then repeat.
@@ -77,7 +77,7 @@ def _comparison_desc(title: str, span: Span, drawn: Sequence[tuple[str, list[Col
 
 
 def comparison_chart(
-    series: Sequence[tuple[str, Sequence[Point]]],
+    series: Sequence[tuple[str, Sequence[SeriesPoint]]],
     *,
     start: datetime,
     end: datetime,

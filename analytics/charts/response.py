@@ -9,7 +9,6 @@ from analytics.charts.scales import (
     Column,
     Frame,
     Key,
-    Point,
     Span,
     columns_of,
     merge,
@@ -30,6 +29,7 @@ from analytics.charts.svg import (
     tag,
 )
 from analytics.charts.words import TO, count, figures, period, when
+from analytics.rows import SeriesPoint
 
 RESPONSE_LINES = (  # series, stroke colour, width, dash
     ("min", PALETTE[4], 1, None),
@@ -90,7 +90,7 @@ def _response_lines(frame: Frame, columns: Sequence[Column]) -> str:
 
 
 def response_time_chart(
-    points: Sequence[Point],
+    points: Sequence[SeriesPoint],
     *,
     start: datetime,
     end: datetime,

@@ -2,12 +2,12 @@
 
 import itertools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
-Point = Mapping[str, Any]
+from analytics.rows import SeriesPoint
+
 Span = tuple[float, float]
 DAY = 86_400
 # Tick steps of the time axis in seconds; a range over two days is labelled in whole days.
@@ -133,7 +133,9 @@ def merge(chunk: Sequence[Column]) -> Column:
     return Column(chunk[0].t0, chunk[-1].t1, avg, low, high, p95, count, failures)
 
 
-def columns_of(points: Sequence[Point], t0: float, t1: float, max_columns: int) -> list[Column]:
+def columns_of(
+    points: Sequence[SeriesPoint], t0: float, t1: float, max_columns: int
+) -> list[Column]:
     """The points inside [t0, t1), merged in equal runs when there are over `max_columns`."""
     if max_columns < 1:
         raise ValueError("max_columns must be at least 1")

@@ -7,15 +7,16 @@ from datetime import datetime
 from django.utils.html import escape
 from django.utils.safestring import SafeString
 
-from analytics.charts.scales import Frame, Point, columns_of, merge
+from analytics.charts.scales import Frame, columns_of, merge
 from analytics.charts.svg import PALETTE, line_path, safe, stroke_attrs, tag, title_tag
 from analytics.charts.words import duration, ms
+from analytics.rows import SeriesPoint
 
 FINEST_BUCKET = 300  # the 5-minute rollup: the span a lone sparkline point is given
 
 
 def sparkline(
-    points: Sequence[Point],
+    points: Sequence[SeriesPoint],
     *,
     width: int = 120,
     height: int = 28,

@@ -128,8 +128,7 @@ def test_watched_time_less_maintenance_matches_a_second_by_second_count():
     import random
     from datetime import UTC, datetime
 
-    from analytics.selectors import _minus
-    from analytics.windows import merge_intervals
+    from healthmon.intervals import merge, subtract
 
     t0 = datetime(2026, 11, 1, tzinfo=UTC)
 
@@ -141,8 +140,8 @@ def test_watched_time_less_maintenance_matches_a_second_by_second_count():
     rng = random.Random(7)  # noqa: S311 - reproducible test data, not secrets
     for _ in range(200):
         watched = spans(rng, rng.randint(1, 4))
-        holes = merge_intervals(spans(rng, rng.randint(0, 12)))
-        left = _minus(watched, holes)
+        holes = merge(spans(rng, rng.randint(0, 12)))
+        left = subtract(watched, holes)
         second = timedelta(seconds=1)
         expected = {
             t0 + n * second
