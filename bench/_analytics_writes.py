@@ -27,9 +27,9 @@ SCRIPT = Path(__file__).with_name("analytics.py")
 def ingest_endpoints(processes: int, per_process: int) -> list[list[list[str]]]:
     """Fresh endpoints for each ingest process, in groups of 200 (one batch each)."""
     from accounts.services import organization_create
-    from monitoring.config import validate_config
     from monitoring.models import Endpoint
     from monitoring.targets import mask_config, mask_target
+    from monitoring.validation import validate_config
 
     _, project = organization_create(name=f"Ingest {uuid.uuid4().hex[:8]}")
     config = validate_config("http", {})

@@ -169,8 +169,8 @@ class Figure:
 
 
 def engine_tasks(urls: list[str], count: int, timeout: float) -> list:
-    from monitoring.config import validate_config
     from monitoring.probes import ProbeTask
+    from monitoring.validation import validate_config
 
     config = validate_config("http", {})
     return [ProbeTask("http", urls[i % len(urls)], config, timeout) for i in range(count)]
@@ -225,9 +225,9 @@ def measure_bare(args: argparse.Namespace, urls: list[str], targets_cpu) -> Figu
 
 def create_endpoints(urls: list[str], count: int, timeout: float) -> list:
     from accounts.services import organization_create
-    from monitoring.config import validate_config
     from monitoring.models import Endpoint
     from monitoring.targets import mask_config, mask_target
+    from monitoring.validation import validate_config
 
     _, project = organization_create(name="Bench")
     config = validate_config("http", {})

@@ -1,8 +1,9 @@
 """Endpoint management pages: create, edit, pause, resume, check now and delete.
 
-The forms are checked by the API's `EndpointSerializer` and written by the same services,
-so a page accepts exactly what the API accepts; targets are shown masked, and sending the
-mask back keeps the stored secret.
+The forms are checked by the API's `EndpointSerializer`, whose checks of the fields together
+are the domain's (`monitoring.validation`), and written by the same services, so a page
+accepts exactly what the API accepts; targets are shown masked, and sending the mask back
+keeps the stored secret.
 """
 
 import json
@@ -19,8 +20,9 @@ from accounts.models import Project
 from healthmon.pages import PageForm
 from monitoring import services
 from monitoring.access import access_endpoint
-from monitoring.api.serializers import DEFAULT_INTERVAL, EndpointSerializer
+from monitoring.api.serializers import EndpointSerializer
 from monitoring.models import SLA_TIERS, Endpoint, EndpointType
+from monitoring.validation import DEFAULT_INTERVAL
 
 # Fields the edit form posts (the API's writable ones, less `enabled`: pause and resume are
 # buttons); anything else in the body is ignored.

@@ -50,7 +50,6 @@ from alerts.models import MaintenanceWindow
 from alerts.services import channel_create, maintenance_window_save
 from apikeys.models import ApiKey
 from apikeys.services import api_key_create
-from monitoring.config import validate_config
 from monitoring.models import Endpoint
 from monitoring.probes import ProbeResult
 from monitoring.services import (
@@ -59,6 +58,7 @@ from monitoring.services import (
     endpoint_check_now,
     endpoint_create,
 )
+from monitoring.validation import validate_config
 from tests.helpers import PASSWORD, assert_problem
 
 CONFIG = schemathesis.Config.from_dict(
