@@ -4,8 +4,9 @@ and what checks write: results, status, incidents."""
 import asyncio
 import itertools
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, datetime
+from enum import Enum
 from typing import Any
 from uuid import UUID
 
@@ -21,15 +22,10 @@ from alerts.services import notifications_queue
 from analytics.services import rollups_add
 from healthmon.db import update_each
 from healthmon.errors import InvalidInput, TooManyRequests
-from monitoring.models import (
-    CheckResult,
-    Endpoint,
-    EndpointStatus,
-    Incident,
-    StatusChange,
-)
+from monitoring.models import CheckResult, Endpoint, EndpointStatus, Incident, StatusChange
 from monitoring.probes import ProbeResult, ProbeTask, run_batch
 from monitoring.targets import mask_config, mask_target
+from monitoring.validation import DEFAULT_INTERVAL, DEFAULT_TIMEOUT
 
 CHECK_NOW_COOLDOWN_SECONDS = 5
 # An endpoint whose run of results starts over: a new target, a pause, a resume.
@@ -46,6 +42,40 @@ _PROBE_FIELDS = frozenset(
 )
 
 
+class Unset(Enum):
+    """The type of `UNSET`: a field an edit leaves as it is."""
+
+    UNSET = "UNSET"
+
+
+UNSET = Unset.UNSET
+
+
+@dataclass(frozen=True, kw_only=True)
+class EndpointChanges:
+    """What an edit of an endpoint changes; a field left `UNSET` keeps its value.
+
+    Values are validated ones (`monitoring.validation.endpoint_validate`): a target that
+    fits the type, a config with its defaults filled in.
+    """
+
+    project: Project | Unset = UNSET
+    name: str | Unset = UNSET
+    type: str | Unset = UNSET
+    target: str | Unset = UNSET
+    config: dict[str, Any] | Unset = UNSET
+    interval_seconds: int | Unset = UNSET
+    timeout_seconds: int | Unset = UNSET
+    enabled: bool | Unset = UNSET
+    failure_threshold: int | Unset = UNSET
+    recovery_threshold: int | Unset = UNSET
+    sla_target: float | Unset = UNSET
+
+    def given(self) -> frozenset[str]:
+        """The names of the fields given."""
+        return frozenset(f.name for f in fields(self) if getattr(self, f.name) is not UNSET)
+
+
 def _lock_project(project: Project) -> Project:
     """Lock the project row, so that it cannot be deleted while an endpoint joins it."""
     locked = Project.objects.select_for_update().filter(pk=project.pk).first()
@@ -56,23 +86,41 @@ def _lock_project(project: Project) -> Project:
 
 @transaction.atomic
 def endpoint_create(
-    *, project: Project, target: str, config: dict[str, Any], enabled: bool = True, **fields: Any
+    *,
+    project: Project,
+    name: str,
+    type: str,
+    target: str,
+    config: dict[str, Any],
+    interval_seconds: int = DEFAULT_INTERVAL,
+    timeout_seconds: int = DEFAULT_TIMEOUT,
+    enabled: bool = True,
+    failure_threshold: int = 2,
+    recovery_threshold: int = 1,
+    sla_target: float = 99.9,
 ) -> Endpoint:
-    """Create an endpoint; an enabled one is due for its first check at once."""
+    """Create an endpoint from validated values; an enabled one is due for its first check
+    at once."""
     now = timezone.now()
     endpoint = Endpoint(
         project=_lock_project(project),
+        name=name,
+        type=type,
         target=target,
         target_masked=mask_target(target),
         config=config,
         config_masked=mask_config(config),
+        interval_seconds=interval_seconds,
+        timeout_seconds=timeout_seconds,
         enabled=enabled,
+        failure_threshold=failure_threshold,
+        recovery_threshold=recovery_threshold,
+        sla_target=sla_target,
         status=EndpointStatus.PENDING if enabled else EndpointStatus.PAUSED,
         next_check_at=now if enabled else None,
         watch_started_at=now,
         created_at=now,
         updated_at=now,
-        **fields,
     )
     endpoint.save(force_insert=True)
     audit_record(
@@ -98,71 +146,94 @@ def endpoint_delete(*, endpoint: Endpoint) -> None:
 
 
 @transaction.atomic
-def endpoint_update(*, endpoint: Endpoint, **changes: Any) -> Endpoint:
+def endpoint_update(*, endpoint: Endpoint, changes: EndpointChanges) -> Endpoint:
     """Change an endpoint; a change to what or how it is probed makes it due now.
 
     The caller holds the endpoint's row lock (see the view), so that concurrent changes
     apply one after the other. A new target or type resets the status to pending: the last
     result was about another service.
     """
-    if "project" in changes and changes["project"].pk != endpoint.project_id:
-        changes["project"] = _lock_project(changes["project"])
-    toggled = changes.get("enabled", endpoint.enabled) != endpoint.enabled
-    retargeted = any(
-        name in changes and changes[name] != getattr(endpoint, name) for name in ("target", "type")
+    if changes.project is not UNSET and changes.project.pk != endpoint.project_id:
+        changes = replace(changes, project=_lock_project(changes.project))
+    toggled = changes.enabled is not UNSET and changes.enabled != endpoint.enabled
+    retargeted = (changes.target is not UNSET and changes.target != endpoint.target) or (
+        changes.type is not UNSET and changes.type != endpoint.type
     )
-    for name, value in changes.items():
-        setattr(endpoint, name, value)
-    fields = set(changes) | {"updated_at"}
+    _assign(endpoint, changes)
     now = timezone.now()
     endpoint.updated_at = now
-    if "target" in changes:
-        endpoint.target_masked = mask_target(endpoint.target)
-        fields.add("target_masked")
-    if "config" in changes:
-        endpoint.config_masked = mask_config(endpoint.config)
-        fields.add("config_masked")
-    if toggled or retargeted or "config" in changes:
+    columns = {*changes.given(), "updated_at", *_mask(endpoint, changes)}
+    if toggled or retargeted or changes.config is not UNSET:
         # Results of checks started before now describe what is no longer watched.
         endpoint.watch_started_at = now
-        fields.add("watch_started_at")
+        columns.add("watch_started_at")
     if toggled or retargeted:
-        change = _status_change(endpoint, _resting_status(endpoint.enabled), now, "changed")
-        if change is not None:
-            change.save(force_insert=True)
-        _close_incidents([endpoint.pk], now)
-        for name, value in {**_FRESH_STREAK, "detected_type": ""}.items():
-            setattr(endpoint, name, value)
-        fields |= {"status", "detected_type", *_FRESH_STREAK}
+        columns |= _start_over(endpoint, now)
     due = endpoint.next_check_at if endpoint.enabled else None
-    if endpoint.enabled and (toggled or _PROBE_FIELDS & set(changes)):
+    if endpoint.enabled and (toggled or _PROBE_FIELDS & changes.given()):
         due = now
     if due != endpoint.next_check_at:
         endpoint.next_check_at = due
-        fields.add("next_check_at")
-    endpoint.save(update_fields=sorted(fields))
+        columns.add("next_check_at")
+    endpoint.save(update_fields=sorted(columns))
     return endpoint
+
+
+def _assign(endpoint: Endpoint, changes: EndpointChanges) -> None:
+    """Set each field the changes give."""
+    if changes.project is not UNSET:
+        endpoint.project = changes.project
+    if changes.name is not UNSET:
+        endpoint.name = changes.name
+    if changes.type is not UNSET:
+        endpoint.type = changes.type
+    if changes.target is not UNSET:
+        endpoint.target = changes.target
+    if changes.config is not UNSET:
+        endpoint.config = changes.config
+    if changes.interval_seconds is not UNSET:
+        endpoint.interval_seconds = changes.interval_seconds
+    if changes.timeout_seconds is not UNSET:
+        endpoint.timeout_seconds = changes.timeout_seconds
+    if changes.enabled is not UNSET:
+        endpoint.enabled = changes.enabled
+    if changes.failure_threshold is not UNSET:
+        endpoint.failure_threshold = changes.failure_threshold
+    if changes.recovery_threshold is not UNSET:
+        endpoint.recovery_threshold = changes.recovery_threshold
+    if changes.sla_target is not UNSET:
+        endpoint.sla_target = changes.sla_target
+
+
+def _mask(endpoint: Endpoint, changes: EndpointChanges) -> set[str]:
+    """Refresh the masked forms of a new target or config; the columns written."""
+    columns = set()
+    if changes.target is not UNSET:
+        endpoint.target_masked = mask_target(changes.target)
+        columns.add("target_masked")
+    if changes.config is not UNSET:
+        endpoint.config_masked = mask_config(changes.config)
+        columns.add("config_masked")
+    return columns
+
+
+def _start_over(endpoint: Endpoint, now: datetime) -> set[str]:
+    """Back to pending (or paused) with no streak and no open incident: what the endpoint
+    watches or whether it watches changed. Returns the columns to write."""
+    change = endpoint.move_to(_resting_status(endpoint.enabled), now, "changed")
+    if change is not None:
+        change.save(force_insert=True)
+    _close_incidents([endpoint.pk], now)
+    endpoint.streak_ok = None
+    endpoint.streak_length = 0
+    endpoint.streak_started_at = None
+    endpoint.streak_error = ""
+    endpoint.detected_type = ""
+    return {"status", "detected_type", *_FRESH_STREAK}
 
 
 def _resting_status(enabled: bool) -> str:
     return EndpointStatus.PENDING if enabled else EndpointStatus.PAUSED
-
-
-def _status_change(
-    endpoint: Endpoint, status: str, at: datetime, reason: str
-) -> StatusChange | None:
-    """Move an endpoint to a status; the record of the move, unsaved (None: no move)."""
-    if endpoint.status == status:
-        return None
-    change = StatusChange(
-        endpoint=endpoint,
-        changed_at=at,
-        from_status=endpoint.status,
-        to_status=status,
-        reason=reason[:500],
-    )
-    endpoint.status = status
-    return change
 
 
 def _close_incidents(endpoint_ids: Iterable[UUID], at: datetime) -> None:
@@ -396,7 +467,7 @@ def _apply_outcome(endpoint: Endpoint, outcome: CheckOutcome, ledger: _Ledger) -
     _open_or_resolve(endpoint, result.ok, ledger)
     status = _status_after(endpoint, result, ledger.open_incidents)
     reason = result.error or result.status_detail
-    change = _status_change(endpoint, status, outcome.checked_at, reason)
+    change = endpoint.move_to(status, outcome.checked_at, reason)
     if change is not None:
         ledger.changes.append(change)
     return True

@@ -113,11 +113,17 @@ def endpoint_edit(request: HttpRequest, endpoint_id: str) -> HttpResponse:
         form = PageForm.check(
             EndpointSerializer, data, instance=endpoint, partial=True, context={"request": request}
         )
-        form.attempt(services.endpoint_update, endpoint=endpoint)
+        form.attempt(_update, endpoint=endpoint)
     if not form.is_valid:
         return _form_page(request, form, endpoint)
     messages.success(request, f"{endpoint.name} is saved.")
     return redirect("endpoint", endpoint_id=endpoint.pk)
+
+
+def _update(*, endpoint: Endpoint, **validated: Any) -> Endpoint:
+    """Write the edit form's validated fields."""
+    changes = services.EndpointChanges(**validated)
+    return services.endpoint_update(endpoint=endpoint, changes=changes)
 
 
 def _toggle(request: HttpRequest, endpoint_id: str, enabled: bool) -> HttpResponse:
