@@ -27,9 +27,9 @@ SCRIPT = Path(__file__).with_name("analytics.py")
 def ingest_endpoints(processes: int, per_process: int) -> list[list[list[str]]]:
     """Fresh endpoints for each ingest process, in groups of 200 (one batch each)."""
     from accounts.services import organization_create
-    from monitoring.config import validate_config
     from monitoring.models import Endpoint
     from monitoring.targets import mask_config, mask_target
+    from monitoring.validation import validate_config
 
     _, project = organization_create(name=f"Ingest {uuid.uuid4().hex[:8]}")
     config = validate_config("http", {})
@@ -80,22 +80,23 @@ def ingester(path: str) -> int:
     setup_django()
     from django.db import connection
 
-    from monitoring import services
+    from monitoring.checks import CheckOutcome
     from monitoring.probes.base import ProbeResult
-    from monitoring.services import CheckOutcome, checks_record
+    from pipeline import checks as pipeline
+    from pipeline.checks import checks_record
 
     params = json.loads(Path(path).read_text())
     groups = [[uuid.UUID(pk) for pk in group] for group in params["groups"]]
     t0 = datetime.fromisoformat(params["t0"])
     rollup_seconds = [0.0]
-    add = services.rollups_add
+    add = pipeline.rollups_add
 
     def timed_add(**kwargs: Any) -> None:
         began = time.perf_counter()
         add(**kwargs)
         rollup_seconds[0] += time.perf_counter() - began
 
-    services.rollups_add = timed_add
+    pipeline.rollups_add = timed_add
 
     def outcomes(r: int, group: list[uuid.UUID], g: int) -> list:
         made = []

@@ -353,9 +353,9 @@ def http_endpoint(
 ) -> object:
     """An unsaved HTTP endpoint for bulk_create, its masked forms filled in as the API
     would (Django must be set up)."""
-    from monitoring.config import validate_config
     from monitoring.models import Endpoint
     from monitoring.targets import mask_config, mask_target
+    from monitoring.validation import validate_config
 
     config = validate_config("http", {})
     return Endpoint(

@@ -133,8 +133,8 @@ def _ingest_world(size: int) -> list[tuple[str, list[uuid.UUID]]]:
 
 
 def _outcomes(ids: list[uuid.UUID], at: Any, ok: bool) -> list[Any]:
+    from monitoring.checks import CheckOutcome
     from monitoring.probes import ProbeResult
-    from monitoring.services import CheckOutcome
 
     result = ProbeResult(
         ok=ok,
@@ -177,13 +177,13 @@ class Ingest:
     def __init__(self, size: int, collector: Collector) -> None:
         from django.utils import timezone
 
-        import monitoring.services
+        import pipeline.checks
 
         self.size, self.collector = size, collector
         self.worlds = _ingest_world(size)
         self.next_at = timezone.now() - timedelta(days=2)
-        self.queue = TimedQueue(monitoring.services.notifications_queue)
-        monitoring.services.notifications_queue = self.queue
+        self.queue = TimedQueue(pipeline.checks.notifications_queue)
+        pipeline.checks.notifications_queue = self.queue
 
     def _batch(self, ids: list[uuid.UUID], ok: bool) -> list[Any]:
         self.next_at += timedelta(minutes=1)
@@ -196,7 +196,7 @@ class Ingest:
 
         from alerts.models import Delivery
         from monitoring.models import Incident
-        from monitoring.services import checks_record
+        from pipeline.checks import checks_record
 
         outcomes = self._batch(ids, ok)
         rows, sent = Delivery.objects.count(), self.collector.sent
@@ -213,7 +213,7 @@ class Ingest:
 
     def timed(self, ids: list[uuid.UUID], ok: bool) -> tuple[float, float]:
         """One batch: ms in all, ms in notifications_queue."""
-        from monitoring.services import checks_record
+        from pipeline.checks import checks_record
 
         outcomes = self._batch(ids, ok)
         t0 = time.perf_counter()

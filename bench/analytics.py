@@ -28,7 +28,7 @@ plain SQL query over `monitoring_checkresult` computing the same figure:
   per endpoint as for the endpoint summary (over the one day there is).
 
 Also: `GET /api/v1/analytics/summary` through DRF's test client with a JWT, pages of 50
-endpoints (24 h; wall time); ingest through `monitoring.services.checks_record` in batches
+endpoints (24 h; wall time); ingest through `pipeline.checks.checks_record` in batches
 of 200 outcomes for 200 distinct fresh endpoints, in one process and in two at once, then
 in one process for endpoints that hold the raw day (results/s, rollup upkeep included);
 retention: `analytics.services.retention_run` deleting the raw day, then `VACUUM`, beside

@@ -44,7 +44,7 @@ from accounts.models import User
 from accounts.services import organization_create
 from accounts.tokens import issue_access_token
 from apikeys.services import api_key_create
-from monitoring.config import validate_config
+from monitoring.validation import validate_config
 from monitoring.services import endpoint_create
 
 org, project = organization_create(name="Bench")

@@ -45,10 +45,12 @@ def _fill(endpoints: int) -> tuple[object, list[object], object]:
 
     from accounts.models import User
     from accounts.services import organization_create
-    from monitoring.config import validate_config
+    from monitoring.checks import CheckOutcome
     from monitoring.models import Endpoint
     from monitoring.probes import ProbeResult
-    from monitoring.services import CheckOutcome, checks_record, endpoint_create
+    from monitoring.services import endpoint_create
+    from monitoring.validation import validate_config
+    from pipeline.checks import checks_record
 
     org, project = organization_create(name="Bench")
     owner = User.objects.create_user(

@@ -77,8 +77,8 @@ def parse_args() -> argparse.Namespace:
 
 def make_tasks(healthy: list[str], hanging: list[str], count: int, share: bool, timeout: float):
     """`count` healthy probes, plus one hanging probe after every nine when `share`."""
-    from monitoring.config import validate_config
     from monitoring.probes import ProbeTask
+    from monitoring.validation import validate_config
 
     config = validate_config("http", {})
     tasks, n = [], 0

@@ -8,7 +8,7 @@ the measured process is pinned to the first one. Printed side by side, in one ru
                 `run_checks` does (defaults: PROBE_BATCH_SIZE 200, PROBE_CONCURRENCY 500);
 2. bare loop    plain aiohttp, one event loop, one session, fresh connections, the same
                 concurrency: the ceiling, no engine;
-3. worker path  `monitoring.services.checks_run` per batch on a throwaway PostgreSQL
+3. worker path  `pipeline.checks.checks_run` per batch on a throwaway PostgreSQL
                 database: decrypting targets, probing, storing results and statuses;
 4. naive        one Celery task per probe (`requests.get`), a real prefork worker with
                 concurrency 2 on Redis db 14, from this script's own Celery app.
@@ -169,8 +169,8 @@ class Figure:
 
 
 def engine_tasks(urls: list[str], count: int, timeout: float) -> list:
-    from monitoring.config import validate_config
     from monitoring.probes import ProbeTask
+    from monitoring.validation import validate_config
 
     config = validate_config("http", {})
     return [ProbeTask("http", urls[i % len(urls)], config, timeout) for i in range(count)]
@@ -225,9 +225,9 @@ def measure_bare(args: argparse.Namespace, urls: list[str], targets_cpu) -> Figu
 
 def create_endpoints(urls: list[str], count: int, timeout: float) -> list:
     from accounts.services import organization_create
-    from monitoring.config import validate_config
     from monitoring.models import Endpoint
     from monitoring.targets import mask_config, mask_target
+    from monitoring.validation import validate_config
 
     _, project = organization_create(name="Bench")
     config = validate_config("http", {})
@@ -254,15 +254,16 @@ def measure_worker_path(args: argparse.Namespace, urls: list[str], targets_cpu) 
     """checks_run per batch, as run_checks does; the probe phase timed by wrapping run_batch."""
     from django.conf import settings
 
-    from monitoring import services
+    from monitoring import checks as monitoring_checks
     from monitoring.models import CheckResult, StatusChange
+    from pipeline import checks as pipeline
 
     ids = create_endpoints(urls, args.endpoints, args.timeout)
     backend = database_backend_pid()
     pin(backend, HELPER_CPU)  # this connection's server process shares the targets' core
     size = settings.PROBE_BATCH_SIZE
     phases = {"probing": 0.0, "recording": 0.0}
-    run_batch, checks_record = services.run_batch, services.checks_record
+    run_batch, checks_record = monitoring_checks.run_batch, pipeline.checks_record
 
     async def timed_run_batch(tasks, concurrency):
         started = time.perf_counter()
@@ -278,7 +279,7 @@ def measure_worker_path(args: argparse.Namespace, urls: list[str], targets_cpu) 
         finally:
             phases["recording"] += time.perf_counter() - started
 
-    services.run_batch, services.checks_record = timed_run_batch, timed_checks_record
+    monitoring_checks.run_batch, pipeline.checks_record = timed_run_batch, timed_checks_record
     # Every slot in the past: a probe handed over ahead of its slot waits for it.
     base = datetime.now(tz=UTC).replace(microsecond=0) - timedelta(seconds=30 * args.rounds + 60)
     figures = []
@@ -289,7 +290,7 @@ def measure_worker_path(args: argparse.Namespace, urls: list[str], targets_cpu) 
             helper0, db0 = targets_cpu(), cpu_seconds(backend)
             started, cpu0 = time.perf_counter(), time.process_time()
             stored = sum(
-                services.checks_run(slots=slots[i : i + size]) for i in range(0, len(slots), size)
+                pipeline.checks_run(slots=slots[i : i + size]) for i in range(0, len(slots), size)
             )
             wall, cpu = time.perf_counter() - started, time.process_time() - cpu0
             ok = CheckResult.objects.filter(scheduled_for=slots[0][1], ok=True).count()
@@ -307,7 +308,7 @@ def measure_worker_path(args: argparse.Namespace, urls: list[str], targets_cpu) 
         changes = StatusChange.objects.count()
         print(f"worker path: {changes} status changes recorded (one per endpoint expected)")
     finally:
-        services.run_batch, services.checks_record = run_batch, checks_record
+        monitoring_checks.run_batch, pipeline.checks_record = run_batch, checks_record
     return figures
 
 

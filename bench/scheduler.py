@@ -3,7 +3,7 @@
 A throwaway PostgreSQL database gets 10,000 enabled HTTP endpoints (interval 30 s), their
 first slots spread evenly over 30 s from the start of the run. The real dispatcher,
 `monitoring.scheduler.dispatch(now=..., batch_size=200)`, runs once per tick (1 s, as the
-beat schedule does) for 90 s of wall time; `monitoring.tasks.send_batch` is replaced by an
+beat schedule does) for 90 s of wall time; `monitoring.scheduler.send_batch` is replaced by an
 in-process collector that notes when each batch is handed over. From 30 s to 60 s a second
 dispatcher process runs on the same ticks, to show that no slot is ever claimed twice.
 
@@ -121,10 +121,10 @@ def run_dispatcher(args: argparse.Namespace, start: float, begin: float, end: fl
     """
     from django.utils import timezone
 
-    from monitoring import scheduler, tasks
+    from monitoring import scheduler
 
     claims: list[tuple[str, int, float]] = []
-    send = tasks.send_batch
+    send = scheduler.send_batch
 
     def collect(items: list[list[str]], slow: bool = False) -> None:
         handed = time.time()
@@ -132,7 +132,7 @@ def run_dispatcher(args: argparse.Namespace, start: float, begin: float, end: fl
         if args.end_to_end:
             send(items, slow=slow)
 
-    tasks.send_batch = collect
+    scheduler.send_batch = collect
     backend = database_backend_pid()
     scheduler.dispatch(now=timezone.now() - timedelta(days=1), batch_size=args.batch_size)
     ticks = []
@@ -188,12 +188,12 @@ def wait_for_worker(worker: subprocess.Popen, url: str) -> str:
     """Send one check of a spare endpoint and wait for its result: the worker is up."""
     from django.utils import timezone
 
-    from monitoring import tasks
+    from monitoring import scheduler
     from monitoring.models import CheckResult, Endpoint
 
     pk = next(iter(create_endpoints(1, EPOCH, [url])))
     Endpoint.objects.filter(pk=pk).update(next_check_at=None)  # never dispatched
-    tasks.send_batch([[pk, timezone.now().isoformat()]])
+    scheduler.send_batch([[pk, timezone.now().isoformat()]])
     deadline = time.monotonic() + 60
     while not CheckResult.objects.filter(endpoint_id=pk).exists():
         if worker.poll() is not None or time.monotonic() > deadline:

@@ -85,6 +85,7 @@ INSTALLED_APPS = [
     "monitoring",
     "alerts",
     "analytics",
+    "pipeline",
     # The project package itself: the site's static files and template tags.
     "healthmon",
 ]

@@ -9,7 +9,12 @@ from django.forms.models import BaseInlineFormSet
 from django.http import HttpRequest
 
 from monitoring.models import CheckResult, Endpoint, Incident, StatusChange
-from monitoring.services import endpoint_delete, endpoint_update, endpoints_set_enabled
+from monitoring.services import (
+    EndpointChanges,
+    endpoint_delete,
+    endpoint_update,
+    endpoints_set_enabled,
+)
 
 # Loading an endpoint through a relation would decrypt these for nothing.
 ENCRYPTED_ENDPOINT_FIELDS = ("endpoint__target", "endpoint__config")
@@ -119,9 +124,8 @@ class EndpointAdmin(admin.ModelAdmin):
         """Save only the changed columns, under the row lock as the API does; a new interval
         or timeout makes the endpoint due now."""
         locked = self.get_queryset(request).select_for_update(of=("self",)).get(pk=obj.pk)
-        endpoint_update(
-            endpoint=locked, **{name: form.cleaned_data[name] for name in form.changed_data}
-        )
+        changed = {name: form.cleaned_data[name] for name in form.changed_data}
+        endpoint_update(endpoint=locked, changes=EndpointChanges(**changed))
 
     def delete_model(self, request: HttpRequest, obj: Endpoint) -> None:
         """Delete through the service, which records it in the audit log."""

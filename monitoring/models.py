@@ -166,6 +166,20 @@ class Endpoint(models.Model):
     def __str__(self) -> str:
         return self.name
 
+    def move_to(self, status: str, at: datetime, reason: str) -> "StatusChange | None":
+        """Move to a status; the record of the move, unsaved (None: no move)."""
+        if self.status == status:
+            return None
+        change = StatusChange(
+            endpoint=self,
+            changed_at=at,
+            from_status=self.status,
+            to_status=status,
+            reason=reason[:500],
+        )
+        self.status = status
+        return change
+
     def clean(self) -> None:
         """The interval stays within bounds and the timeout below it (the admin form)."""
         if self.interval_seconds < settings.MIN_CHECK_INTERVAL:

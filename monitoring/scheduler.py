@@ -17,6 +17,7 @@ from uuid import UUID
 from django.db import connection, transaction
 
 from healthmon.db import update_each
+from healthmon.queue import enqueue
 from monitoring.models import Endpoint
 
 logger = logging.getLogger(__name__)
@@ -27,6 +28,12 @@ CLAIM_LIMIT = 2000
 # hands it over early; each probe then waits for its own slot (monitoring.probes.runner),
 # so a check starts on time instead of up to a tick late.
 LOOKAHEAD = timedelta(seconds=1.5)  # a tick, plus the slowest claims' time
+# The task that probes a batch and records its results. It belongs to the check pipeline,
+# which sits above monitoring (`pipeline.tasks`), so it is queued by this name.
+RUN_CHECKS = "pipeline.tasks.run_checks"
+SLOW_QUEUE = "slow"
+# A batch still queued after this long is dropped: its endpoints' next slots are near.
+BATCH_EXPIRES_SECONDS = 300
 
 
 def next_slot(scheduled: datetime, interval: int, now: datetime) -> datetime:
@@ -92,13 +99,18 @@ def batches(slots: Sequence[Slot], size: int) -> list[list[list[str]]]:
     return [items[i : i + size] for i in range(0, len(items), size)]
 
 
+def send_batch(items: list[list[str]], slow: bool = False) -> None:
+    """Queue a batch (on the slow lane: endpoints whose last check failed); it expires
+    rather than run long after its slot."""
+    options = {"queue": SLOW_QUEUE} if slow else {}
+    enqueue(RUN_CHECKS, items, expires=BATCH_EXPIRES_SECONDS, **options)
+
+
 def hand_over(items: list[list[str]], slow: bool = False) -> None:
     """Queue a batch; if the broker cannot take it, give its slots back to be claimed again
     on the next tick rather than lose them."""
-    from monitoring import tasks
-
     try:
-        tasks.send_batch(items, slow=slow)
+        send_batch(items, slow=slow)
     except Exception:
         logger.exception("Could not queue a batch of %d checks; they stay due", len(items))
         for pk, slot in items:

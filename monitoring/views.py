@@ -1,8 +1,9 @@
 """Endpoint management pages: create, edit, pause, resume, check now and delete.
 
-The forms are checked by the API's `EndpointSerializer` and written by the same services,
-so a page accepts exactly what the API accepts; targets are shown masked, and sending the
-mask back keeps the stored secret.
+The forms are checked by the API's `EndpointSerializer`, whose checks of the fields together
+are the domain's (`monitoring.validation`), and written by the same services, so a page
+accepts exactly what the API accepts; targets are shown masked, and sending the mask back
+keeps the stored secret.
 """
 
 import json
@@ -19,8 +20,9 @@ from accounts.models import Project
 from healthmon.pages import PageForm
 from monitoring import services
 from monitoring.access import access_endpoint
-from monitoring.api.serializers import DEFAULT_INTERVAL, EndpointSerializer
+from monitoring.api.serializers import EndpointSerializer
 from monitoring.models import SLA_TIERS, Endpoint, EndpointType
+from monitoring.validation import DEFAULT_INTERVAL
 
 # Fields the edit form posts (the API's writable ones, less `enabled`: pause and resume are
 # buttons); anything else in the body is ignored.
@@ -111,11 +113,17 @@ def endpoint_edit(request: HttpRequest, endpoint_id: str) -> HttpResponse:
         form = PageForm.check(
             EndpointSerializer, data, instance=endpoint, partial=True, context={"request": request}
         )
-        form.attempt(services.endpoint_update, endpoint=endpoint)
+        form.attempt(_update, endpoint=endpoint)
     if not form.is_valid:
         return _form_page(request, form, endpoint)
     messages.success(request, f"{endpoint.name} is saved.")
     return redirect("endpoint", endpoint_id=endpoint.pk)
+
+
+def _update(*, endpoint: Endpoint, **validated: Any) -> Endpoint:
+    """Write the edit form's validated fields."""
+    changes = services.EndpointChanges(**validated)
+    return services.endpoint_update(endpoint=endpoint, changes=changes)
 
 
 def _toggle(request: HttpRequest, endpoint_id: str, enabled: bool) -> HttpResponse:

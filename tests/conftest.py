@@ -21,10 +21,12 @@ from accounts.models import Organization, Project, Role, User
 from accounts.services import organization_create
 from accounts.tokens import issue_access_token
 from apikeys.services import api_key_create
-from monitoring.config import validate_config
+from monitoring.checks import CheckOutcome
 from monitoring.models import Endpoint
 from monitoring.probes import ProbeResult
-from monitoring.services import CheckOutcome, checks_record, endpoint_create
+from monitoring.services import endpoint_create
+from monitoring.validation import validate_config
+from pipeline.checks import checks_record
 from tests.helpers import PASSWORD
 
 

@@ -29,10 +29,12 @@ from alerts.models import (
 from alerts.services import channel_create, maintenance_window_save
 from apikeys.models import ApiKey
 from apikeys.services import api_key_create
-from monitoring.config import validate_config
+from monitoring.checks import CheckOutcome
 from monitoring.models import CheckResult, Endpoint, Incident, StatusChange
 from monitoring.probes import ProbeResult
-from monitoring.services import CheckOutcome, checks_record, endpoint_create
+from monitoring.services import endpoint_create
+from monitoring.validation import validate_config
+from pipeline.checks import checks_record
 from tests.helpers import PASSWORD
 
 APPS = ("accounts", "apikeys", "monitoring", "analytics")

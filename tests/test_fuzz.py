@@ -50,15 +50,12 @@ from alerts.models import MaintenanceWindow
 from alerts.services import channel_create, maintenance_window_save
 from apikeys.models import ApiKey
 from apikeys.services import api_key_create
-from monitoring.config import validate_config
+from monitoring.checks import CheckOutcome
 from monitoring.models import Endpoint
 from monitoring.probes import ProbeResult
-from monitoring.services import (
-    CheckOutcome,
-    checks_record,
-    endpoint_check_now,
-    endpoint_create,
-)
+from monitoring.services import endpoint_check_now, endpoint_create
+from monitoring.validation import validate_config
+from pipeline.checks import checks_record
 from tests.helpers import PASSWORD, assert_problem
 
 CONFIG = schemathesis.Config.from_dict(

@@ -1,14 +1,13 @@
 """Request parsing and response shapes of the endpoint API."""
 
-import json
 from datetime import UTC, datetime
 from typing import Any
 
-from django.conf import settings
 from rest_framework import serializers
 
 from accounts.api.serializers import NameField, VisibleProjectField
-from monitoring.config import CONFIG_SERIALIZERS, validate_config
+from healthmon.api.errors import field_errors
+from healthmon.errors import InvalidInput
 from monitoring.models import (
     MAX_INTERVAL_SECONDS,
     MAX_THRESHOLD,
@@ -19,19 +18,8 @@ from monitoring.models import (
     EndpointType,
     Incident,
 )
-from monitoring.targets import (
-    MASK,
-    MAX_TARGET_LENGTH,
-    TargetError,
-    has_secrets,
-    restore_config_secrets,
-    restore_target_secrets,
-    same_destination,
-    validate_target,
-)
-
-DEFAULT_INTERVAL = 60
-DEFAULT_TIMEOUT = 10
+from monitoring.targets import MAX_TARGET_LENGTH
+from monitoring.validation import DEFAULT_INTERVAL, endpoint_validate
 
 
 class TargetField(serializers.CharField):
@@ -64,8 +52,9 @@ class ConfigField(serializers.JSONField):
 class EndpointSerializer(serializers.ModelSerializer[Endpoint]):
     """An endpoint as the API shows and accepts it.
 
-    Validation looks at the fields together: the target must fit the type, the config is
-    checked against the type's options, and the timeout stays below the interval.
+    Each field is parsed here; then the domain's validation (`monitoring.validation`) looks
+    at them together: the target must fit the type, the config is checked against the
+    type's options, and the timeout stays below the interval.
     """
 
     project = VisibleProjectField()
@@ -166,72 +155,10 @@ class EndpointSerializer(serializers.ModelSerializer[Endpoint]):
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         """Check interval, timeout, target and config against each other and the type."""
-        errors: dict[str, Any] = {}  # nested config errors become `config.<option>` keys
-        self._validate_timing(attrs, errors)
-        endpoint_type = attrs.get("type") or self.instance.type  # type: ignore[union-attr]
         try:
-            if "target" in attrs or "type" in attrs:
-                attrs["target"] = self._target(attrs, endpoint_type)
-        except TargetError as exc:
-            errors["target"] = [str(exc)]
-        else:
-            try:
-                if "config" in attrs or "type" in attrs or "target" in attrs or not self.instance:
-                    attrs["config"] = validate_config(endpoint_type, self._config(attrs))
-            except TargetError as exc:
-                errors["config"] = [str(exc)]
-            except serializers.ValidationError as exc:
-                errors["config"] = exc.detail
-        if errors:
-            raise serializers.ValidationError(errors)
-        return attrs
-
-    def _validate_timing(self, attrs: dict[str, Any], errors: dict[str, Any]) -> None:
-        current = self.instance
-        interval = int(attrs.get("interval_seconds", current.interval_seconds if current else 0))
-        if "interval_seconds" in attrs and interval < settings.MIN_CHECK_INTERVAL:
-            errors["interval_seconds"] = [
-                f"Ensure this value is greater than or equal to {settings.MIN_CHECK_INTERVAL}."
-            ]
-            return
-        if current is None and "timeout_seconds" not in attrs:
-            attrs["timeout_seconds"] = min(DEFAULT_TIMEOUT, interval - 1)
-        timeout = int(attrs.get("timeout_seconds", current.timeout_seconds if current else 0))
-        if timeout >= interval:
-            errors["timeout_seconds"] = ["Must be less than interval_seconds."]
-
-    def _target(self, attrs: dict[str, Any], endpoint_type: str) -> str:
-        """The new target, checked against the type, with secrets sent back masked restored."""
-        if self.instance is None or "target" not in attrs:
-            current = attrs["target"] if self.instance is None else self.instance.target
-            return validate_target(endpoint_type, str(current))
-        target = validate_target(endpoint_type, attrs["target"])
-        return restore_target_secrets(target, self.instance.target)
-
-    def _config(self, attrs: dict[str, Any]) -> Any:
-        """The new config, with secrets sent back masked restored.
-
-        Stored secrets (an Authorization header, say) stay with their service: when the
-        target points elsewhere, they must be sent again, never carried along.
-        """
-        if self.instance is None:
-            return attrs.get("config", {})
-        old: Any = self.instance.config
-        moved = not same_destination(
-            attrs.get("target", self.instance.target), self.instance.target
-        )
-        if "config" not in attrs:  # a new type keeps the options it shares with the old one
-            known = CONFIG_SERIALIZERS[attrs.get("type", self.instance.type)]().fields
-            new = {name: value for name, value in old.items() if name in known}
-            if moved and has_secrets(new):
-                raise TargetError(
-                    "The stored options hold secrets for the old target: send `config` again "
-                    "with the target."
-                )
-            return new
-        if moved and MASK in json.dumps(attrs["config"]):
-            raise TargetError("Enter the secret values again: the target points elsewhere now.")
-        return restore_config_secrets(attrs["config"], old)
+            return endpoint_validate(attrs, current=self.instance)
+        except InvalidInput as exc:
+            raise field_errors(exc) from exc
 
 
 def _timestamp(value: datetime | None) -> str | None:

@@ -82,8 +82,9 @@ class EndpointViewSet(viewsets.ModelViewSet):
     def perform_update(self, serializer: BaseSerializer[Endpoint]) -> None:
         """Change through the service that keeps the schedule right."""
         assert serializer.instance is not None  # noqa: S101 - DRF always sets it on update
+        changes = services.EndpointChanges(**serializer.validated_data)
         serializer.instance = services.endpoint_update(
-            endpoint=serializer.instance, **serializer.validated_data
+            endpoint=serializer.instance, changes=changes
         )
 
     @extend_schema(request=None, responses={200: EndpointSerializer})

@@ -13,7 +13,7 @@ def probe(
     endpoint_type: str, target: str, config: dict[str, Any] | None = None, *, timeout: float = 5.0
 ) -> ProbeResult:
     """Run one check now, outside any worker (tests, the shell); fills config defaults."""
-    from monitoring.config import validate_config
+    from monitoring.validation import validate_config
 
     task = ProbeTask(endpoint_type, target, validate_config(endpoint_type, config or {}), timeout)
     return asyncio.run(run_batch([task], concurrency=1))[0]

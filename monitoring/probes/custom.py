@@ -15,10 +15,10 @@ from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from urllib.parse import urlsplit
 
-from monitoring.config import CONFIG_SERIALIZERS, validate_config
 from monitoring.models import EndpointType
 from monitoring.probes.base import Outcome, ProbeContext, ProbeFailed, ProbeTask, tls_context
 from monitoring.probes.network import open_socket
+from monitoring.validation import option_names, validate_config
 
 _SCHEME_KINDS = {
     "grpc": EndpointType.GRPC,
@@ -159,7 +159,7 @@ def make_probe(
     async def probe(task: ProbeTask, context: ProbeContext) -> Outcome:
         kind, target = await detect(task, context)
         kind = str(kind)
-        known = CONFIG_SERIALIZERS[kind]().fields
+        known = option_names(kind)
         config = validate_config(kind, {k: v for k, v in task.config.items() if k in known})
         detected = replace(task, type=kind, target=target, config=config)
         try:

@@ -10,10 +10,12 @@ from django.db import connection
 from accounts.models import Role, User
 from accounts.services import organization_create
 from analytics.models import TIERS
-from monitoring.config import validate_config
+from monitoring.checks import CheckOutcome
 from monitoring.models import CheckResult
 from monitoring.probes import ProbeResult
-from monitoring.services import CheckOutcome, checks_record, endpoint_create
+from monitoring.services import endpoint_create
+from monitoring.validation import validate_config
+from pipeline.checks import checks_record
 from tests.concurrency import race
 from tests.helpers import PASSWORD
 

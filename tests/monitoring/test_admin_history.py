@@ -6,9 +6,10 @@ import pytest
 from django.urls import reverse
 
 from accounts.models import User
+from monitoring.checks import CheckOutcome
 from monitoring.models import CheckResult, Incident, StatusChange
 from monitoring.probes import ProbeResult
-from monitoring.services import CheckOutcome, checks_record
+from pipeline.checks import checks_record
 
 T0 = datetime(2030, 1, 1, 12, 0, tzinfo=UTC)
 

@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from monitoring.config import validate_config
 from monitoring.probes import ProbeTask, run_batch
+from monitoring.validation import validate_config
 
 
 @pytest.fixture(autouse=True)

@@ -4,9 +4,11 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from monitoring.checks import CheckOutcome
 from monitoring.models import CheckResult, EndpointStatus, Incident, StatusChange
 from monitoring.probes import ProbeResult
-from monitoring.services import CheckOutcome, checks_record, endpoint_set_enabled
+from monitoring.services import endpoint_set_enabled
+from pipeline.checks import checks_record
 
 T0 = datetime(2030, 1, 1, 12, 0, tzinfo=UTC)
 

@@ -4,9 +4,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from monitoring.checks import CheckOutcome
 from monitoring.models import CheckResult, EndpointStatus, Incident
 from monitoring.probes import ProbeResult
-from monitoring.services import CheckOutcome, checks_record
+from pipeline.checks import checks_record
 from tests.helpers import assert_problem
 
 T0 = datetime(2030, 1, 1, 12, 0, tzinfo=UTC)

@@ -51,8 +51,8 @@ def owner_and_project():
 
 
 def _endpoint(project, **fields):
-    from monitoring.config import validate_config
     from monitoring.services import endpoint_create
+    from monitoring.validation import validate_config
 
     fields.setdefault("type", "http")
     config = validate_config(fields["type"], fields.pop("config", {}))

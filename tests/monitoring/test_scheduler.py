@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.db import connection, connections
 
-from monitoring import scheduler, tasks
+from monitoring import scheduler
 from monitoring.models import Endpoint
 from monitoring.scheduler import claim_due, dispatch, next_slot
 
@@ -58,7 +58,7 @@ def test_dispatch_sends_batches_of_the_configured_size_after_commit(
     cast, make_endpoint, monkeypatch, django_capture_on_commit_callbacks
 ):
     sent = []
-    monkeypatch.setattr(tasks, "send_batch", lambda items, slow: sent.append(items))
+    monkeypatch.setattr(scheduler, "send_batch", lambda items, slow: sent.append(items))
     endpoints = [make_endpoint(cast.project, name=f"E{n}") for n in range(5)]
     for endpoint in endpoints:
         due_at(endpoint, NOW)
@@ -126,7 +126,7 @@ def test_slots_the_broker_refused_are_claimed_again_on_the_next_tick(
     def broker_down(items, slow):
         raise ConnectionError("Error 111 connecting to redis")
 
-    monkeypatch.setattr(tasks, "send_batch", broker_down)
+    monkeypatch.setattr(scheduler, "send_batch", broker_down)
     endpoint = make_endpoint(cast.project)
     due_at(endpoint, NOW)
 
@@ -140,7 +140,7 @@ def test_dispatch_hands_over_what_falls_due_before_the_next_tick(
     cast, make_endpoint, monkeypatch, django_capture_on_commit_callbacks
 ):
     sent = []
-    monkeypatch.setattr(tasks, "send_batch", lambda items, slow: sent.append(items))
+    monkeypatch.setattr(scheduler, "send_batch", lambda items, slow: sent.append(items))
     soon = make_endpoint(cast.project, name="soon")
     later = make_endpoint(cast.project, name="later")
     due_at(soon, NOW + timedelta(milliseconds=600))
@@ -156,7 +156,7 @@ def test_endpoints_whose_last_check_failed_go_to_the_slow_lane(
     cast, make_endpoint, monkeypatch, django_capture_on_commit_callbacks
 ):
     lanes = {}
-    monkeypatch.setattr(tasks, "send_batch", lambda items, slow: lanes.setdefault(slow, items))
+    monkeypatch.setattr(scheduler, "send_batch", lambda items, slow: lanes.setdefault(slow, items))
     healthy = make_endpoint(cast.project, name="healthy")
     failing = make_endpoint(cast.project, name="failing")
     Endpoint.objects.filter(pk=healthy.pk).update(streak_ok=True)

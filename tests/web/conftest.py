@@ -12,9 +12,10 @@ from django.core.mail import EmailMessage
 from django.test import Client
 
 from accounts.models import User
+from monitoring.checks import CheckOutcome
 from monitoring.models import Endpoint
 from monitoring.probes import ProbeResult
-from monitoring.services import CheckOutcome, checks_record
+from pipeline.checks import checks_record
 from tests.monitoring.peers import HTTPPeer
 
 

@@ -12,8 +12,8 @@ from django.utils import timezone
 
 from accounts.models import Project
 from apikeys.models import ApiKey
-from monitoring.config import validate_config
 from monitoring.models import CheckResult, Endpoint, EndpointStatus, Incident
+from monitoring.validation import validate_config
 from tests.web.conftest import form_values, html, visible_text
 
 SECRET_TARGET = "https://monitor:s3cret-pw@api.test/health?token=t0ken-value&env=prod"

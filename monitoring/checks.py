@@ -1,0 +1,233 @@
+"""What checks write in monitoring: the probing of a batch, its results stored once per slot,
+and the streaks, statuses and incidents they move.
+
+These are monitoring's stages of the check pipeline; `pipeline.checks` runs them in order, in
+one transaction, with the stages of the layers above (rollups, notifications) between them.
+"""
+
+import asyncio
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from uuid import UUID
+
+from django.conf import settings
+
+from healthmon.db import update_each
+from monitoring.models import CheckResult, Endpoint, EndpointStatus, Incident, StatusChange
+from monitoring.probes import ProbeResult, ProbeTask, run_batch
+
+
+@dataclass(frozen=True)
+class CheckOutcome:
+    """A probe result for one endpoint's slot."""
+
+    endpoint_id: UUID
+    scheduled_for: datetime
+    checked_at: datetime
+    result: ProbeResult
+
+
+def checks_probe(*, slots: Sequence[tuple[UUID, datetime]]) -> list[CheckOutcome]:
+    """Probe the endpoints of a batch concurrently, each at its slot.
+
+    Endpoints deleted or paused since they were claimed are skipped.
+    """
+    endpoints = Endpoint.objects.in_bulk([pk for pk, _ in slots])
+    work = [(endpoints[pk], slot) for pk, slot in slots if pk in endpoints]
+    work = [(endpoint, slot) for endpoint, slot in work if endpoint.enabled]
+    tasks = [
+        ProbeTask(
+            endpoint.type,
+            endpoint.target,
+            endpoint.config,
+            float(endpoint.timeout_seconds),
+            not_before=slot.timestamp(),
+        )
+        for endpoint, slot in work
+    ]
+    results = asyncio.run(run_batch(tasks, concurrency=settings.PROBE_CONCURRENCY))
+    return [
+        CheckOutcome(endpoint.pk, slot, datetime.fromtimestamp(result.started_at, UTC), result)
+        for (endpoint, slot), result in zip(work, results, strict=True)
+    ]
+
+
+@dataclass(frozen=True)
+class Stored:
+    """What the store stage wrote: the new rows, the outcomes they came from, and the
+    endpoints it locked (their state columns loaded, target and config deferred)."""
+
+    checks: list[CheckResult]
+    outcomes: list[CheckOutcome]
+    endpoints: dict[UUID, Endpoint]
+
+
+def checks_store(*, outcomes: Sequence[CheckOutcome]) -> Stored:
+    """Lock the outcomes' endpoints and store each result whose slot is still free.
+
+    Runs inside the pipeline's transaction, which holds the locks to its end. The endpoint
+    rows are locked in id order, so batches cannot deadlock; a duplicate delivery of the
+    same batch waits, then finds its slots taken and stores nothing.
+    """
+    if not outcomes:
+        return Stored([], [], {})
+    ids = sorted({outcome.endpoint_id for outcome in outcomes})
+    locked = Endpoint.objects.defer("target", "config").select_for_update().order_by("pk")
+    endpoints = locked.in_bulk(ids)
+    # A batch's slots come from one dispatcher tick: a narrow time range, so one index
+    # range probe per endpoint finds them (an IN list of 200 times made a slow plan).
+    slots = [o.scheduled_for for o in outcomes]
+    taken = set(
+        CheckResult.objects.filter(
+            endpoint_id__in=ids, scheduled_for__gte=min(slots), scheduled_for__lte=max(slots)
+        ).values_list("endpoint_id", "scheduled_for")
+    )
+    fresh = [
+        o
+        for o in outcomes
+        if o.endpoint_id in endpoints and (o.endpoint_id, o.scheduled_for) not in taken
+    ]
+    fresh = list({(o.endpoint_id, o.scheduled_for): o for o in fresh}.values())
+    stored = CheckResult.objects.bulk_create(
+        CheckResult(
+            endpoint_id=o.endpoint_id,
+            scheduled_for=o.scheduled_for,
+            checked_at=o.checked_at,
+            ok=o.result.ok,
+            response_time_ms=o.result.response_time_ms,
+            status_detail=o.result.status_detail,
+            error=o.result.error,
+        )
+        for o in fresh
+    )
+    return Stored(stored, fresh, endpoints)
+
+
+@dataclass(frozen=True)
+class Transitions:
+    """The incidents a batch opened and resolved, saved."""
+
+    opened: list[Incident]
+    resolved: list[Incident]
+
+
+@dataclass
+class _Ledger:
+    """What a batch's results change, gathered so that a batch writes it in a few
+    statements however many endpoints go down or recover at once."""
+
+    open_incidents: dict[UUID, Incident]
+    opened: list[Incident] = field(default_factory=list)
+    resolved: list[Incident] = field(default_factory=list)
+    changes: list[StatusChange] = field(default_factory=list)
+
+    def write(self, endpoints: list[Endpoint]) -> None:
+        """Save the endpoints' new state and every row the results created or closed."""
+        update_each(endpoints, _STATE_FIELDS)  # one executemany
+        Incident.objects.bulk_create(self.opened)
+        Incident.objects.bulk_update(self.resolved, ["resolved_at"])
+        StatusChange.objects.bulk_create(self.changes)
+
+
+_STATE_FIELDS = [
+    "status",
+    "last_checked_at",
+    "detected_type",
+    "streak_ok",
+    "streak_length",
+    "streak_started_at",
+    "streak_error",
+]
+
+
+def incidents_advance(
+    *, endpoints: dict[UUID, Endpoint], outcomes: Sequence[CheckOutcome]
+) -> Transitions:
+    """Move the locked endpoints' streaks and statuses by their new results, opening and
+    resolving incidents; results older than what an endpoint shows move nothing.
+
+    Runs inside the pipeline's transaction, after the store stage locked `endpoints`.
+    """
+    ordered = sorted(outcomes, key=lambda o: (o.endpoint_id, o.checked_at))
+    changed = []
+    ledger = _Ledger(
+        {
+            incident.endpoint_id: incident
+            for incident in Incident.objects.open().filter(endpoint_id__in=list(endpoints))
+        }
+    )
+    for endpoint_id, group in itertools.groupby(ordered, key=lambda o: o.endpoint_id):
+        endpoint = endpoints[endpoint_id]
+        applied = False
+        for outcome in group:
+            applied |= _apply_outcome(endpoint, outcome, ledger)
+        if applied:
+            changed.append(endpoint)
+    ledger.write(changed)
+    return Transitions(ledger.opened, ledger.resolved)
+
+
+def _is_stale(endpoint: Endpoint, outcome: CheckOutcome) -> bool:
+    """A result that must not move the endpoint: it is paused, the check began before the
+    endpoint was last changed, resumed or retargeted, or a later result is applied."""
+    return (
+        not endpoint.enabled
+        or (
+            endpoint.watch_started_at is not None
+            and outcome.scheduled_for < endpoint.watch_started_at
+        )
+        or (endpoint.last_checked_at is not None and outcome.checked_at < endpoint.last_checked_at)
+    )
+
+
+def _apply_outcome(endpoint: Endpoint, outcome: CheckOutcome, ledger: _Ledger) -> bool:
+    """Advance one endpoint's state by one result; False when the result is stale (it is
+    stored all the same)."""
+    if _is_stale(endpoint, outcome):
+        return False
+    result = outcome.result
+    if endpoint.streak_ok is result.ok:
+        endpoint.streak_length += 1
+    else:
+        endpoint.streak_ok, endpoint.streak_length = result.ok, 1
+        endpoint.streak_started_at = outcome.checked_at
+        endpoint.streak_error = result.error[:500]
+    endpoint.last_checked_at = outcome.checked_at
+    if result.detected_type:
+        endpoint.detected_type = result.detected_type
+    _open_or_resolve(endpoint, result.ok, ledger)
+    status = _status_after(endpoint, result, ledger.open_incidents)
+    change = endpoint.move_to(status, outcome.checked_at, result.error or result.status_detail)
+    if change is not None:
+        ledger.changes.append(change)
+    return True
+
+
+def _open_or_resolve(endpoint: Endpoint, ok: bool, ledger: _Ledger) -> None:
+    """Open an incident once failures are confirmed; resolve it once recovery is."""
+    incident = ledger.open_incidents.get(endpoint.pk)
+    since = endpoint.streak_started_at
+    assert since is not None  # noqa: S101 - set with the streak, just before
+    if not ok and incident is None and endpoint.streak_length >= endpoint.failure_threshold:
+        incident = Incident(endpoint=endpoint, started_at=since, cause=endpoint.streak_error)
+        ledger.open_incidents[endpoint.pk] = incident
+        ledger.opened.append(incident)
+    elif ok and incident is not None and endpoint.streak_length >= endpoint.recovery_threshold:
+        incident.resolved_at = since
+        ledger.resolved.append(incident)
+        del ledger.open_incidents[endpoint.pk]
+
+
+def _status_after(
+    endpoint: Endpoint, result: ProbeResult, open_incidents: dict[UUID, Incident]
+) -> str:
+    if endpoint.pk in open_incidents:
+        return EndpointStatus.DOWN
+    if not result.ok:
+        return endpoint.status  # a failure not yet confirmed changes nothing
+    slow = endpoint.config_masked.get("degraded_threshold_ms")
+    if slow is not None and result.response_time_ms > slow:
+        return EndpointStatus.DEGRADED
+    return EndpointStatus.UP

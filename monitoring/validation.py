@@ -1,0 +1,439 @@
+"""The one validation of what a user writes about an endpoint, for the API and the pages alike.
+
+Per-type probe options (`endpoint.config`): what each kind accepts, and its defaults. The
+stored config is the validated one with every default filled in, so probes read it as is and
+users see exactly what will be probed. Unknown options are refused, so a typo never passes
+silently. Then the rules that tie an endpoint's fields together: the target fits the type
+(`monitoring.targets`), the timeout stays below the interval, and secrets sent back masked are
+restored only for the service they belong to.
+
+Plain Python raising `InvalidInput` with every bad option at once, in the words clients
+already know from the API's field checks.
+"""
+
+import json
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings
+
+from healthmon.errors import NON_FIELD, FieldErrors, InvalidInput
+from monitoring.models import Endpoint, EndpointType
+from monitoring.targets import (
+    MASK,
+    TargetError,
+    has_secrets,
+    restore_config_secrets,
+    restore_target_secrets,
+    same_destination,
+    validate_target,
+)
+
+DEFAULT_INTERVAL = 60
+DEFAULT_TIMEOUT = 10
+NOT_NULL = "This field may not be null."
+UNKNOWN_OPTION = "Unknown option for this endpoint type."
+
+
+def _merge(errors: FieldErrors, more: FieldErrors) -> None:
+    for name, messages in more.items():
+        errors.setdefault(name, []).extend(messages)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Option:
+    """One option of a kind: how a given value is read, and its value when none is given."""
+
+    default: Callable[[], Any]
+    nullable: bool = False
+    help: str = ""
+
+    def clean(self, value: Any) -> Any:
+        """The value as stored, or InvalidInput (its own messages under `non_field_errors`,
+        an element's under the element's index or name)."""
+        if value is None:
+            if self.nullable:
+                return None
+            raise InvalidInput(NOT_NULL)
+        return self.parse(value)
+
+    def parse(self, value: Any) -> Any:
+        """Read a value that is not null."""
+        raise NotImplementedError
+
+
+_DECIMAL_ZEROS = re.compile(r"\.0*\s*$")  # "5.0" reads as 5, "5.5" does not
+
+
+@dataclass(frozen=True, kw_only=True)
+class Integer(Option):
+    """A whole number within bounds; "5" and 5.0 read as 5."""
+
+    minimum: int
+    maximum: int
+    default: Callable[[], Any] = lambda: None
+
+    def parse(self, value: Any) -> int:
+        """The number, within bounds."""
+        if isinstance(value, str) and len(value) > 1000:
+            raise InvalidInput("String value too large.")
+        try:
+            number = int(_DECIMAL_ZEROS.sub("", str(value)))
+        except (ValueError, TypeError) as exc:
+            raise InvalidInput("A valid integer is required.") from exc
+        if number > self.maximum:
+            raise InvalidInput(f"Ensure this value is less than or equal to {self.maximum}.")
+        if number < self.minimum:
+            raise InvalidInput(f"Ensure this value is greater than or equal to {self.minimum}.")
+        return number
+
+
+# 1 also matches True and 1.0, 0 matches False and 0.0 (equal numbers hash alike).
+_TRUE = frozenset({"t", "y", "yes", "true", "on", "1", 1})
+_FALSE = frozenset({"f", "n", "no", "false", "off", "0", 0})
+
+
+@dataclass(frozen=True, kw_only=True)
+class Boolean(Option):
+    """A yes or no; also "true", "off", 1 and the like."""
+
+    def parse(self, value: Any) -> bool:
+        """True or False."""
+        key = value.lower() if isinstance(value, str) else value
+        try:
+            if key in _TRUE:
+                return True
+            if key in _FALSE:
+                return False
+        except TypeError:  # a list or an object: not a boolean either
+            pass
+        raise InvalidInput("Must be a valid boolean.")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Choice(Option):
+    """One of a few words."""
+
+    choices: tuple[str, ...]
+
+    def parse(self, value: Any) -> str:
+        """The word chosen."""
+        if str(value) not in self.choices:
+            raise InvalidInput(f'"{value}" is not a valid choice.')
+        return str(value)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Text(Option):
+    """A string (numbers are taken as written) of bounded length."""
+
+    max_length: int
+    blank: bool = False
+    trim: bool = True  # strip surrounding white space; off where it is meaningful
+
+    def parse(self, value: Any) -> str:
+        """The string, trimmed unless told otherwise."""
+        if value == "" or (self.trim and str(value).strip() == ""):
+            if not self.blank:
+                raise InvalidInput("This field may not be blank.")
+            return ""
+        if isinstance(value, bool) or not isinstance(value, str | int | float):
+            raise InvalidInput("Not a valid string.")
+        text = str(value).strip() if self.trim else str(value)
+        messages = []
+        if len(text) > self.max_length:
+            messages.append(f"Ensure this field has no more than {self.max_length} characters.")
+        if "\x00" in text:
+            messages.append("Null characters are not allowed.")
+        surrogate = next((ch for ch in text if 0xD800 <= ord(ch) <= 0xDFFF), None)
+        if surrogate is not None:
+            messages.append(f"Surrogate characters are not allowed: U+{ord(surrogate):X}.")
+        if messages:
+            raise InvalidInput({NON_FIELD: messages})
+        return text
+
+
+@dataclass(frozen=True, kw_only=True)
+class IntegerList(Option):
+    """A non-empty list of whole numbers; a bad one is named by its index."""
+
+    item: Integer
+    max_items: int
+
+    def parse(self, value: Any) -> list[int]:
+        """The numbers, in the order given."""
+        if isinstance(value, str | Mapping) or not hasattr(value, "__iter__"):
+            raise InvalidInput(f'Expected a list of items but got type "{type(value).__name__}".')
+        if len(value) == 0:
+            raise InvalidInput("This list may not be empty.")
+        numbers: list[int] = []
+        errors: FieldErrors = {}
+        for index, item in enumerate(value):
+            try:
+                numbers.append(self.item.clean(item))
+            except InvalidInput as exc:
+                _merge(errors, exc.nested(str(index)).errors)
+        if errors:
+            raise InvalidInput(errors)
+        if len(numbers) > self.max_items:
+            raise InvalidInput(f"Ensure this field has no more than {self.max_items} elements.")
+        return numbers
+
+
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]{1,100}")
+_HEADER_VALUE = Text(default=str, max_length=4096, blank=True, trim=False)
+MAX_HEADERS = 50
+# Framing and hop-by-hop headers belong to the HTTP client: set by hand, they would let a
+# probe smuggle a second request or break the exchange.
+_RESERVED_HEADERS = frozenset(
+    {
+        "connection",
+        "content-length",
+        "expect",
+        "keep-alive",
+        "proxy-connection",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+    }
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Headers(Option):
+    """Extra request headers: RFC 9110 names, single-line values."""
+
+    default: Callable[[], Any] = dict
+
+    def parse(self, value: Any) -> dict[str, str]:
+        """The headers; refuses bad names, line breaks in values and too many headers."""
+        if not isinstance(value, dict):
+            raise InvalidInput(
+                f'Expected a dictionary of items but got type "{type(value).__name__}".'
+            )
+        headers: dict[str, str] = {}
+        errors: FieldErrors = {}
+        for name, item in value.items():
+            try:
+                headers[str(name)] = _HEADER_VALUE.clean(item)
+            except InvalidInput as exc:
+                _merge(errors, exc.nested(str(name)).errors)
+        if errors:
+            raise InvalidInput(errors)
+        _check_headers(headers)
+        return headers
+
+
+def _check_headers(headers: dict[str, str]) -> None:
+    if len(headers) > MAX_HEADERS:
+        raise InvalidInput(f"At most {MAX_HEADERS} headers.")
+    for name, value in headers.items():
+        if not _HEADER_NAME.fullmatch(name):
+            raise InvalidInput(f"{name!r} is not a valid header name.")
+        if name.lower() in _RESERVED_HEADERS:
+            raise InvalidInput(f"{name} is set by the probe itself.")
+        if not value.isprintable() or not value.isascii():
+            raise InvalidInput(f"The value of {name} must be printable ASCII on one line.")
+
+
+Options = dict[str, Option]
+
+# Every kind accepts these; the kinds below add their own (stored in this order).
+_COMMON: Options = {
+    "degraded_threshold_ms": Integer(
+        minimum=1,
+        maximum=600_000,
+        nullable=True,
+        help="A successful check slower than this marks the endpoint degraded.",
+    ),
+}
+_TLS: Options = {
+    **_COMMON,
+    "verify_tls": Boolean(
+        default=lambda: True, help="Check the server's certificate (on by default)."
+    ),
+}
+_HTTP_BASED: Options = {**_TLS, "headers": Headers(help="Extra request headers.")}
+
+
+def _text(default: str = "", **rules: Any) -> Text:
+    return Text(default=lambda: default, **rules)
+
+
+OPTIONS: dict[str, Options] = {
+    EndpointType.HTTP: {
+        **_HTTP_BASED,
+        "method": Choice(choices=("GET", "HEAD", "POST"), default=lambda: "GET"),
+        "expected_status": IntegerList(
+            item=Integer(minimum=100, maximum=599),
+            max_items=50,
+            default=lambda: [200],
+            help="Status codes that count as up.",
+        ),
+        "body_contains": _text(max_length=1000, blank=True, trim=False),
+        "follow_redirects": Boolean(default=lambda: True, help="Up to 5 hops."),
+    },
+    EndpointType.GRAPHQL: {
+        **_HTTP_BASED,
+        "query": _text("{ __typename }", max_length=10_000),
+    },
+    EndpointType.GRPC: {
+        **_TLS,
+        "service": _text(max_length=200, blank=True, help="Empty: the whole server."),
+        "tls": Boolean(default=lambda: False, help="grpcs:// targets always use TLS."),
+    },
+    EndpointType.POSTGRESQL: _TLS,
+    EndpointType.MYSQL: _TLS,
+    EndpointType.REDIS: _TLS,
+    EndpointType.ELASTICSEARCH: {
+        **_HTTP_BASED,
+        "min_status": Choice(
+            choices=("green", "yellow", "red"),
+            default=lambda: "yellow",
+            help="The worst cluster status that still counts as up.",
+        ),
+    },
+    EndpointType.WEBSOCKET: {
+        **_HTTP_BASED,
+        "send": _text(
+            max_length=1000,
+            blank=True,
+            trim=False,
+            help="A text message to send; empty: a protocol-level ping.",
+        ),
+        "expect": _text(max_length=1000, blank=True, trim=False),
+    },
+    EndpointType.CUSTOM: _HTTP_BASED,
+}
+
+
+def option_names(endpoint_type: str) -> frozenset[str]:
+    """The options a kind accepts."""
+    return frozenset(OPTIONS[endpoint_type])
+
+
+def validate_config(endpoint_type: str, config: Any) -> dict[str, Any]:
+    """The config with defaults filled in, or InvalidInput naming each bad option."""
+    if config is None:
+        raise InvalidInput("No data provided")
+    if not isinstance(config, Mapping):
+        raise InvalidInput(f"Invalid data. Expected a dictionary, but got {type(config).__name__}.")
+    options = OPTIONS[endpoint_type]
+    cleaned: dict[str, Any] = {}
+    errors: FieldErrors = {}
+    for name, option in options.items():
+        try:
+            cleaned[name] = option.clean(config[name]) if name in config else option.default()
+        except InvalidInput as exc:
+            _merge(errors, exc.nested(name).errors)
+    for name in sorted(set(config) - set(options)):
+        _merge(errors, InvalidInput(UNKNOWN_OPTION).nested(str(name)).errors)
+    if errors:
+        raise InvalidInput(errors)
+    return cleaned
+
+
+# --- An endpoint's fields together -----------------------------------------------------------
+
+
+@dataclass
+class _Check:
+    """An endpoint's values being checked: those given, the endpoint they change (None on
+    creation), and the errors found so far."""
+
+    values: dict[str, Any]
+    current: Endpoint | None
+    errors: FieldErrors = field(default_factory=dict)
+
+    def given(self, name: str) -> bool:
+        return name in self.values
+
+    def value(self, name: str) -> Any:
+        """The value given, else the endpoint's current one."""
+        if name in self.values or self.current is None:
+            return self.values.get(name)
+        return getattr(self.current, name)
+
+
+def endpoint_validate(values: Mapping[str, Any], *, current: Endpoint | None) -> dict[str, Any]:
+    """Check an endpoint's interval, timeout, target and config against each other and the
+    type, for a new endpoint (`current` None) or a change to `current`.
+
+    `values` are the fields given, each already of its type (an integer, a choice). Returns
+    them with the target normalised, secrets sent back masked restored, the config's
+    defaults filled in and, for a new endpoint, the default timeout; raises InvalidInput
+    naming every bad field (a config's options as `config.<option>`).
+    """
+    check = _Check(dict(values), current)
+    _check_timing(check)
+    endpoint_type = check.value("type")
+    try:
+        if check.given("target") or check.given("type"):
+            check.values["target"] = _target(check, endpoint_type)
+    except TargetError as exc:
+        check.errors["target"] = [str(exc)]
+    else:
+        _check_config(check, endpoint_type)
+    if check.errors:
+        raise InvalidInput(check.errors)
+    return check.values
+
+
+def _check_timing(check: _Check) -> None:
+    interval = int(check.value("interval_seconds") or 0)
+    if check.given("interval_seconds") and interval < settings.MIN_CHECK_INTERVAL:
+        check.errors["interval_seconds"] = [
+            f"Ensure this value is greater than or equal to {settings.MIN_CHECK_INTERVAL}."
+        ]
+        return
+    if check.current is None and not check.given("timeout_seconds"):
+        check.values["timeout_seconds"] = min(DEFAULT_TIMEOUT, interval - 1)
+    if int(check.value("timeout_seconds") or 0) >= interval:
+        check.errors["timeout_seconds"] = ["Must be less than interval_seconds."]
+
+
+def _target(check: _Check, endpoint_type: str) -> str:
+    """The new target, checked against the type, with secrets sent back masked restored."""
+    target = validate_target(endpoint_type, str(check.value("target")))
+    if check.current is None or not check.given("target"):
+        return target
+    return restore_target_secrets(target, check.current.target)
+
+
+def _check_config(check: _Check, endpoint_type: str) -> None:
+    if not any(check.given(name) for name in ("config", "type", "target")) and check.current:
+        return
+    try:
+        check.values["config"] = validate_config(endpoint_type, _config(check))
+    except TargetError as exc:
+        check.errors["config"] = [str(exc)]
+    except InvalidInput as exc:
+        check.errors.update(exc.nested("config").errors)
+
+
+def _config(check: _Check) -> Any:
+    """The new config, with secrets sent back masked restored.
+
+    Stored secrets (an Authorization header, say) stay with their service: when the
+    target points elsewhere, they must be sent again, never carried along.
+    """
+    current = check.current
+    if current is None:
+        return check.values.get("config", {})
+    old: Any = current.config
+    moved = not same_destination(check.value("target"), current.target)
+    if not check.given("config"):  # a new type keeps the options it shares with the old one
+        known = option_names(check.value("type"))
+        kept = {name: value for name, value in old.items() if name in known}
+        if moved and has_secrets(kept):
+            raise TargetError(
+                "The stored options hold secrets for the old target: send `config` again "
+                "with the target."
+            )
+        return kept
+    if moved and MASK in json.dumps(check.values["config"]):
+        raise TargetError("Enter the secret values again: the target points elsewhere now.")
+    return restore_config_secrets(check.values["config"], old)
