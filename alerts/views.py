@@ -20,6 +20,7 @@ from accounts.access import manager_required, member_required, page_user
 from accounts.models import Project, User
 from alerts import delivery, services
 from alerts.access import access_channel, access_maintenance_window
+from alerts.errors import TestTooSoon
 from alerts.forms import ChannelForm, WindowForm
 from alerts.models import (
     ChannelKind,
@@ -152,7 +153,7 @@ def channel_send_test(request: HttpRequest, channel_id: str) -> HttpResponse:
     channel = access_channel(page_user(request), channel_id)
     try:
         sent = delivery.channel_test(channel=channel)
-    except delivery.TestTooSoon:
+    except TestTooSoon:
         messages.error(request, f"A test was just sent to {channel.name}: wait a few seconds.")
         return redirect("alerts")
     if sent.status == DeliveryStatus.DELIVERED:
