@@ -117,7 +117,14 @@ def channel_new(request: HttpRequest) -> HttpResponse:
     form = ChannelForm(request.POST, user=user)
     if not form.is_valid():
         return _page(request, channel_form=form)
-    channel = services.channel_create(organization=user.organization, **form.channel_fields())
+    data = form.cleaned_data
+    channel = services.channel_create(
+        organization=user.organization,
+        name=data["name"],
+        kind=data["kind"],
+        config=form.config,
+        projects=list(data["projects"]),
+    )
     if channel.kind == ChannelKind.WEBHOOK:
         return _page(request, created=channel)
     messages.success(request, f"The channel {channel.name} is added.")
@@ -181,10 +188,14 @@ def window_new(request: HttpRequest) -> HttpResponse:
     form = WindowForm(request.POST, user=user)
     if not form.is_valid():
         return _page(request, window_form=form)
+    data = form.cleaned_data
     window = services.maintenance_window_save(
         window=MaintenanceWindow(organization=user.organization),
-        projects=list(form.cleaned_data["projects"]),
-        **form.window_fields(),
+        name=data["name"],
+        starts_at=data["starts_at"],
+        ends_at=data["ends_at"],
+        recurrence=form.recurrence,
+        projects=list(data["projects"]),
     )
     messages.success(request, f"The maintenance window {window} is planned.")
     return redirect("alerts")

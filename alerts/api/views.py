@@ -33,7 +33,6 @@ from alerts.api.serializers import (
     MaintenanceWindowSerializer,
     NotificationChannelCreatedSerializer,
     NotificationChannelSerializer,
-    scope_changes,
 )
 from alerts.models import (
     Delivery,
@@ -91,8 +90,15 @@ class NotificationChannelViewSet(viewsets.ModelViewSet):
         """Create in the caller's organization; answer the secret of a webhook, once."""
         serializer = self.get_serializer(data=request.data)
         serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
         channel = services.channel_create(
-            organization=caller(request).organization, **serializer.validated_data
+            organization=caller(request).organization,
+            name=data["name"],
+            kind=data["kind"],
+            config=data["config"],
+            projects=data.get("projects", ()),
+            endpoints=data.get("endpoints", ()),
+            enabled=data["enabled"],
         )
         body = NotificationChannelCreatedSerializer(
             channel, context=self.get_serializer_context()
@@ -106,8 +112,14 @@ class NotificationChannelViewSet(viewsets.ModelViewSet):
     def perform_update(self, serializer: BaseSerializer[NotificationChannel]) -> None:
         """Change through the service that clears the failing flag when it should."""
         assert serializer.instance is not None  # noqa: S101 - DRF always sets it on update
+        data = serializer.validated_data
         serializer.instance = services.channel_update(
-            channel=serializer.instance, **serializer.validated_data
+            channel=serializer.instance,
+            name=data.get("name"),
+            config=data.get("config"),
+            enabled=data.get("enabled"),
+            projects=data.get("projects"),
+            endpoints=data.get("endpoints"),
         )
 
     @extend_schema(
@@ -218,6 +230,14 @@ class MaintenanceWindowViewSet(viewsets.ModelViewSet):
     def _save(
         self, serializer: BaseSerializer[MaintenanceWindow], window: MaintenanceWindow
     ) -> None:
-        data = dict(serializer.validated_data)
-        scope = scope_changes(data)
-        serializer.instance = services.maintenance_window_save(window=window, **scope, **data)
+        """Save the fields sent, the stored ones for those not sent (a patch)."""
+        data = serializer.validated_data
+        serializer.instance = services.maintenance_window_save(
+            window=window,
+            name=data.get("name", window.name),
+            starts_at=data.get("starts_at", window.starts_at),
+            ends_at=data.get("ends_at", window.ends_at),
+            recurrence=data.get("recurrence", window.recurrence),
+            projects=data.get("projects"),
+            endpoints=data.get("endpoints"),
+        )
