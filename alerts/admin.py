@@ -16,17 +16,19 @@ from django.db.models import Prefetch, QuerySet
 from django.forms.models import ModelMultipleChoiceField
 from django.http import HttpRequest
 
-from alerts import services
+from alerts import services, validation
+from alerts.forms import refuse
 from alerts.models import (
     Delivery,
     DeliveryAttempt,
     MaintenanceWindow,
     NotificationChannel,
+    Recurrence,
 )
 from alerts.services import channel_update, maintenance_window_save
+from healthmon.errors import InvalidInput
 from monitoring.models import Endpoint
 
-OTHER_ORGANIZATION = "Only projects and endpoints of the same organization."
 # Never loaded by an admin query: decrypting them would be the first step to showing them.
 CHANNEL_SECRETS = ("config", "secret")
 
@@ -50,15 +52,32 @@ class ScopeForm(forms.ModelForm):
         organization_id = self._organization_id()
         if organization_id is None:
             return cleaned
-        projects = cleaned.get("projects") or []
-        if any(project.organization_id != organization_id for project in projects):
-            self.add_error("projects", OTHER_ORGANIZATION)
-        endpoint_ids = [endpoint.pk for endpoint in cleaned.get("endpoints") or []]
-        elsewhere = Endpoint.objects.filter(pk__in=endpoint_ids).exclude(
-            project__organization_id=organization_id
-        )
-        if endpoint_ids and elsewhere.exists():
-            self.add_error("endpoints", OTHER_ORGANIZATION)
+        try:
+            validation.scope(
+                organization_id=organization_id,
+                projects=list(cleaned.get("projects") or []),
+                endpoints=list(cleaned.get("endpoints") or []),
+            )
+        except InvalidInput as exc:
+            refuse(self, exc)
+        return cleaned
+
+
+class WindowAdminForm(ScopeForm):
+    """A window's scope, and its times as the API and the page check them."""
+
+    def clean(self) -> dict[str, Any]:
+        """Ends after it starts; a weekly one lasts less than a week."""
+        cleaned = super().clean()
+        if cleaned.get("starts_at") and cleaned.get("ends_at"):
+            try:
+                validation.maintenance_window(
+                    starts_at=cleaned["starts_at"],
+                    ends_at=cleaned["ends_at"],
+                    recurrence=cleaned.get("recurrence") or Recurrence.ONCE,
+                )
+            except InvalidInput as exc:
+                refuse(self, exc)
         return cleaned
 
 
@@ -180,12 +199,12 @@ class NotificationChannelAdmin(_ScopedAdmin):
         """Save through `channel_update` from the stored row (turning a channel on again
         clears its failing flag); projects and endpoints follow with the form's m2m."""
         stored = NotificationChannel.objects.defer(*CHANNEL_SECRETS).select_for_update()
-        changed = {
-            name: form.cleaned_data[name]
-            for name in form.changed_data
-            if name not in ("projects", "endpoints")
-        }
-        channel_update(channel=stored.get(pk=obj.pk), **changed)
+        changed = form.changed_data
+        channel_update(
+            channel=stored.get(pk=obj.pk),
+            name=obj.name if "name" in changed else None,
+            enabled=obj.enabled if "enabled" in changed else None,
+        )
 
     @admin.display(boolean=True, description="failing", ordering="failing_since")
     def failing(self, obj: NotificationChannel) -> bool:
@@ -250,7 +269,7 @@ class DeliveryAttemptAdmin(_HistoryAdmin):
 
 @admin.register(MaintenanceWindow)
 class MaintenanceWindowAdmin(_ScopedAdmin):
-    form = ScopeForm
+    form = WindowAdminForm
     list_display = ["name", "organization", "starts_at", "ends_at", "recurrence"]
     list_filter = ["recurrence", "starts_at"]
     date_hierarchy = "starts_at"
@@ -277,4 +296,10 @@ class MaintenanceWindowAdmin(_ScopedAdmin):
         self, request: HttpRequest, obj: MaintenanceWindow, form: Any, change: bool
     ) -> None:
         """Save through `maintenance_window_save`; the scope follows with the form's m2m."""
-        maintenance_window_save(window=obj)
+        maintenance_window_save(
+            window=obj,
+            name=obj.name,
+            starts_at=obj.starts_at,
+            ends_at=obj.ends_at,
+            recurrence=obj.recurrence,
+        )

@@ -29,6 +29,7 @@ from django.utils import timezone
 
 from accounts.models import MANAGER_ROLES, User
 from alerts import messages
+from alerts.errors import TestTooSoon
 from alerts.maintenance import maintenance_intervals
 from alerts.models import (
     ChannelKind,
@@ -39,9 +40,13 @@ from alerts.models import (
     NotificationEvent,
 )
 from alerts.transport import MAX_ERROR_LENGTH, Sent, post_json
+from healthmon.queue import enqueue
 from monitoring.models import Endpoint, Incident
 
 logger = logging.getLogger(__name__)
+# The task that makes a delivery's next attempt, queued by this name (`alerts.tasks` registers
+# it): the tasks module imports this one, so importing it here would close a circle.
+DELIVER_TASK = "alerts.tasks.deliver"
 SIGNATURE_HEADER = "X-Healthmon-Signature"
 EVENT_HEADER = "X-Healthmon-Event"
 ID_HEADER = "X-Healthmon-Delivery"
@@ -58,10 +63,8 @@ def signature(secret: str, body: bytes) -> str:
 
 def queue(deliveries: Sequence[tuple[str, int]]) -> None:
     """Queue a task per (delivery id, attempts made so far): the task makes the next."""
-    from alerts.tasks import deliver  # tasks call this module's services
-
     for pk, attempts in deliveries:
-        deliver.delay(pk, attempts)
+        enqueue(DELIVER_TASK, pk, attempts)
 
 
 def deliveries_dispatch(*, now: datetime | None = None, limit: int = 500) -> int:
@@ -283,12 +286,6 @@ def _count_failure(channel: NotificationChannel, at: datetime) -> None:
 TEST_COOLDOWN_SECONDS = 5
 
 
-class TestTooSoon(Exception):
-    """A channel was tested less than TEST_COOLDOWN_SECONDS ago."""
-
-    wait = TEST_COOLDOWN_SECONDS
-
-
 def channel_test(*, channel: NotificationChannel) -> Delivery:
     """Send a test event now, once, and record it like any delivery (with its attempt).
 
@@ -296,7 +293,7 @@ def channel_test(*, channel: NotificationChannel) -> Delivery:
     test must not turn the service into a traffic generator pointed at someone's URL.
     """
     if not cache.add(f"channel-test:{channel.pk}", 1, timeout=TEST_COOLDOWN_SECONDS):
-        raise TestTooSoon
+        raise TestTooSoon(retry_after=TEST_COOLDOWN_SECONDS)
     now = timezone.now()
     key = uuid.uuid4()
     document = messages.event_document(

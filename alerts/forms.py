@@ -1,8 +1,7 @@
 """Forms of the alerts page: a new notification channel and a new maintenance window.
 
-A channel's URL is checked as the probes' targets are (syntax), and refused when its host
-is a literal address the network policy forbids. Host names are not resolved here: the
-sending transport checks the address it connects to, every time.
+The forms read what was posted; its rules are `alerts.validation`'s, the ones the API
+applies, and their refusals are shown beside the fields they name.
 """
 
 import re
@@ -10,22 +9,22 @@ from datetime import UTC, datetime
 from typing import Any
 
 from django import forms
-from django.core.exceptions import ValidationError
-from django.core.validators import validate_email
 from django.utils import timezone
 
 from accounts.models import Project, User
-from alerts.models import (
-    MAX_ADDRESSES,
-    URL_KINDS,
-    ChannelKind,
-    MaintenanceWindow,
-    Recurrence,
-)
-from alerts.transport import checked_url
-from monitoring.targets import TargetError
+from alerts import validation
+from alerts.models import URL_KINDS, ChannelKind, Recurrence
+from healthmon.errors import NON_FIELD, InvalidInput
 
 _ADDRESS_SEPARATORS = re.compile(r"[\s,;]+")
+
+
+def refuse(form: forms.BaseForm, exc: InvalidInput) -> None:
+    """Show a refusal of `alerts.validation` on a form: `addresses.2` beside `addresses`, a
+    key that names no field of the form above it."""
+    for key, messages in exc.errors.items():
+        field = key.partition(".")[0]
+        form.add_error(field if field != NON_FIELD and field in form.fields else None, messages)
 
 
 def _scope_field() -> forms.ModelMultipleChoiceField:
@@ -58,53 +57,26 @@ class ChannelForm(_ScopedForm):
     addresses = forms.CharField(max_length=5000, required=False)
     to_members = forms.BooleanField(required=False)
 
-    def clean_url(self) -> str:
-        """A well-formed http(s) URL whose host is no forbidden literal address."""
-        url = self.cleaned_data["url"]
-        if not url:
-            return ""
-        try:
-            return checked_url(url)
-        except TargetError as exc:
-            raise ValidationError(str(exc), code="invalid") from exc
-
-    def clean_addresses(self) -> list[str]:
-        """Addresses separated by commas, semicolons or white space; each valid, no repeats."""
-        typed = _ADDRESS_SEPARATORS.split(self.cleaned_data["addresses"])
-        found = list(dict.fromkeys(address for address in typed if address))
-        if len(found) > MAX_ADDRESSES:
-            raise ValidationError(f"At most {MAX_ADDRESSES} addresses.", code="too_many")
-        for address in found:
-            try:
-                validate_email(address)
-            except ValidationError as exc:
-                raise ValidationError(f"{address} is not an email address.") from exc
-        return found
+    config: dict[str, Any]
 
     def clean(self) -> dict[str, Any]:
-        """What the kind needs: a URL, or someone to mail."""
+        """The kind's config, as the validation checks it (`config` once valid)."""
         cleaned = super().clean() or self.cleaned_data
         kind = cleaned.get("kind")
-        if kind in URL_KINDS and not cleaned.get("url") and "url" not in self.errors:
-            self.add_error("url", "A URL is required for this kind of channel.")
-        nobody = not cleaned.get("addresses") and not cleaned.get("to_members")
-        if kind == ChannelKind.EMAIL and nobody and "addresses" not in self.errors:
-            self.add_error("addresses", "Give addresses, or mail the project's members.")
-        return cleaned
-
-    def channel_fields(self) -> dict[str, Any]:
-        """Keyword arguments of `channel_create`, from a valid form."""
-        data = self.cleaned_data
-        if data["kind"] == ChannelKind.EMAIL:
-            config = {"addresses": data["addresses"], "to_members": data["to_members"]}
+        if kind in URL_KINDS:
+            posted: dict[str, Any] = {"url": cleaned.get("url")}
         else:
-            config = {"url": data["url"]}
-        return {
-            "name": data["name"],
-            "kind": data["kind"],
-            "config": config,
-            "projects": list(data["projects"]),
-        }
+            typed = _ADDRESS_SEPARATORS.split(cleaned.get("addresses") or "")
+            posted = {
+                "addresses": [address for address in typed if address],
+                "to_members": cleaned.get("to_members", False),
+            }
+        if kind is not None and not set(posted) & set(self.errors):
+            try:
+                self.config = validation.channel_config(kind, posted)
+            except InvalidInput as exc:
+                refuse(self, exc)
+        return cleaned
 
 
 class UTCDateTimeField(forms.DateTimeField):
@@ -117,7 +89,7 @@ class UTCDateTimeField(forms.DateTimeField):
 
 
 class WindowForm(_ScopedForm):
-    """A new maintenance window, once or weekly; its rules are the model's."""
+    """A new maintenance window, once or weekly."""
 
     name = forms.CharField(max_length=200, required=False)
     starts_at = UTCDateTimeField()
@@ -129,17 +101,16 @@ class WindowForm(_ScopedForm):
         cleaned = super().clean() or self.cleaned_data
         if cleaned.get("starts_at") and cleaned.get("ends_at"):
             try:
-                MaintenanceWindow(**self.window_fields()).clean()
-            except ValidationError as exc:
-                self.add_error(None, exc)
+                validation.maintenance_window(
+                    starts_at=cleaned["starts_at"],
+                    ends_at=cleaned["ends_at"],
+                    recurrence=self.recurrence,
+                )
+            except InvalidInput as exc:
+                refuse(self, exc)
         return cleaned
 
-    def window_fields(self) -> dict[str, Any]:
-        """The window's own fields (not its scope), from the cleaned values."""
-        data = self.cleaned_data
-        return {
-            "name": data.get("name", ""),
-            "starts_at": data["starts_at"],
-            "ends_at": data["ends_at"],
-            "recurrence": Recurrence.WEEKLY if data.get("weekly") else Recurrence.ONCE,
-        }
+    @property
+    def recurrence(self) -> str:
+        """Weekly when ticked, else once."""
+        return Recurrence.WEEKLY if self.cleaned_data.get("weekly") else Recurrence.ONCE

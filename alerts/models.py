@@ -5,7 +5,6 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
@@ -147,7 +146,8 @@ class Recurrence(models.TextChoices):
 class MaintenanceWindow(Scoped):
     """Planned work: checks go on, incident notifications are held back, and downtime
     inside the window counts in no uptime or SLA figure. A weekly window repeats every
-    seven days (in UTC) from its first occurrence, `starts_at` to `ends_at`."""
+    seven days (in UTC) from its first occurrence, `starts_at` to `ends_at`. Its rules
+    are `alerts.validation.maintenance_window`'s."""
 
     name = models.CharField(max_length=200, blank=True)
     starts_at = models.DateTimeField()
@@ -170,14 +170,6 @@ class MaintenanceWindow(Scoped):
 
     def __str__(self) -> str:
         return self.name or f"{self.starts_at:%Y-%m-%d %H:%M} to {self.ends_at:%Y-%m-%d %H:%M}"
-
-    def clean(self) -> None:
-        """It ends after it starts; a weekly one lasts less than a week."""
-        if self.starts_at and self.ends_at:
-            if self.ends_at <= self.starts_at:
-                raise ValidationError({"ends_at": "Must be after starts_at."})
-            if self.recurrence == Recurrence.WEEKLY and self.ends_at - self.starts_at >= WEEK:
-                raise ValidationError({"ends_at": "A weekly window lasts less than 7 days."})
 
     def occurrences(self, start: datetime, end: datetime) -> list[tuple[datetime, datetime]]:
         """Its occurrences that overlap [start, end), unclipped, in time order."""

@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from accounts.audit import audit_record
 from accounts.models import AuditAction, Organization, Project
-from alerts import messages
+from alerts import messages, validation
 from alerts.delivery import HOLD, queue
 from alerts.maintenance import maintenance_intervals
 from alerts.models import (
@@ -29,6 +29,8 @@ from alerts.models import (
     MaintenanceWindow,
     NotificationChannel,
     NotificationEvent,
+    Recurrence,
+    Scoped,
     load_scopes,
 )
 from monitoring.models import Endpoint, Incident
@@ -73,8 +75,7 @@ def channel_create(
         secret=secrets.token_urlsafe(32) if kind == ChannelKind.WEBHOOK else "",
     )
     channel.save(force_insert=True)
-    channel.projects.set(projects)
-    channel.endpoints.set(endpoints)
+    _set_scope(channel, projects, endpoints)
     audit_record(
         action=AuditAction.CHANNEL_CREATED,
         organization_id=organization.pk,
@@ -97,63 +98,89 @@ def channel_delete(*, channel: NotificationChannel) -> None:
 
 
 @transaction.atomic
-def channel_update(*, channel: NotificationChannel, **changes: Any) -> NotificationChannel:
-    """Change a channel. Turning it on again, or a new destination, clears the failing flag:
-    the cause may be fixed."""
-    projects, endpoints = changes.pop("projects", None), changes.pop("endpoints", None)
+def channel_update(
+    *,
+    channel: NotificationChannel,
+    name: str | None = None,
+    config: dict[str, Any] | None = None,
+    enabled: bool | None = None,
+    projects: Sequence[Project] | None = None,
+    endpoints: Sequence[Endpoint] | None = None,
+) -> NotificationChannel:
+    """Change what is given (None: keep it). Turning a channel on again, or a new
+    destination, clears the failing flag: the cause may be fixed."""
     # `config` is read only when it is being changed: reading it decrypts it (and loads it,
     # when the caller deferred it, as the admin does).
-    fresh = ("config" in changes and changes["config"] != channel.config) or (
-        changes.get("enabled") and not channel.enabled
+    fresh = (config is not None and config != channel.config) or (
+        enabled is True and not channel.enabled
     )
-    for name, value in changes.items():
-        setattr(channel, name, value)
-    fields = {*changes, "updated_at"}
-    channel.updated_at = timezone.now()
-    if "config" in changes:
-        channel.config_masked = mask_channel_config(channel.kind, channel.config)
-        fields.add("config_masked")
+    given = {"name": name, "config": config, "enabled": enabled}
+    fields = {field for field, value in given.items() if value is not None}
+    if name is not None:
+        channel.name = name
+    if enabled is not None:
+        channel.enabled = enabled
+    if config is not None:
+        channel.config = config
+        channel.config_masked = mask_channel_config(channel.kind, config)
     if fresh:
         channel.consecutive_failures, channel.failing_since = 0, None
-        fields |= {"consecutive_failures", "failing_since"}
-    channel.save(update_fields=sorted(fields))
-    if projects is not None:
-        channel.projects.set(projects)
-    if endpoints is not None:
-        channel.endpoints.set(endpoints)
+    channel.updated_at = timezone.now()
+    channel.save(update_fields=sorted(_channel_columns(fields, fresh)))
+    fields |= _set_scope(channel, projects, endpoints)
     # Which fields changed, never their values: a config holds the destination's credentials.
-    scope = [
-        name
-        for name, value in (("projects", projects), ("endpoints", endpoints))
-        if value is not None
-    ]
     audit_record(
         action=AuditAction.CHANNEL_UPDATED,
         organization_id=channel.organization_id,
         target=channel,
-        details={"fields": sorted([*changes, *scope])},
+        details={"fields": sorted(fields)},
     )
     return channel
+
+
+def _channel_columns(fields: set[str], fresh: bool) -> set[str]:
+    """The columns a change writes: the fields given, what follows from them, the time."""
+    columns = {*fields, "updated_at"}
+    if "config" in fields:
+        columns.add("config_masked")
+    if fresh:
+        columns |= {"consecutive_failures", "failing_since"}
+    return columns
+
+
+def _set_scope(
+    row: Scoped, projects: Sequence[Project] | None, endpoints: Sequence[Endpoint] | None
+) -> set[str]:
+    """Narrow a channel or window to the projects and endpoints given (None: leave it);
+    returns which of the two were set."""
+    if projects is not None:
+        row.projects.set(projects)
+    if endpoints is not None:
+        row.endpoints.set(endpoints)
+    return {
+        name for name, ids in (("projects", projects), ("endpoints", endpoints)) if ids is not None
+    }
 
 
 @transaction.atomic
 def maintenance_window_save(
     *,
     window: MaintenanceWindow,
+    starts_at: datetime,
+    ends_at: datetime,
+    name: str = "",
+    recurrence: str = Recurrence.ONCE,
     projects: Sequence[Project] | None = None,
     endpoints: Sequence[Endpoint] | None = None,
-    **fields: Any,
 ) -> MaintenanceWindow:
-    """Create or change a maintenance window (None: leave that scope as it is)."""
-    for name, value in fields.items():
-        setattr(window, name, value)
-    window.full_clean(exclude=["organization", "projects", "endpoints"])
+    """Create or change a maintenance window: its fields as given, its scope where given
+    (None: leave that scope as it is)."""
+    validation.maintenance_window(starts_at=starts_at, ends_at=ends_at, recurrence=recurrence)
+    window.name, window.recurrence = name, recurrence
+    window.starts_at, window.ends_at = starts_at, ends_at
     created = window._state.adding
     window.save()
-    if projects is not None:
-        window.projects.set(projects)
-    if endpoints is not None:
-        window.endpoints.set(endpoints)
+    _set_scope(window, projects, endpoints)
     audit_record(
         action=AuditAction.MAINTENANCE_CREATED if created else AuditAction.MAINTENANCE_UPDATED,
         organization_id=window.organization_id,

@@ -5,9 +5,12 @@ from uuid import UUID
 from celery import shared_task
 
 from alerts import delivery
+from alerts.delivery import DELIVER_TASK
 
 
-@shared_task(ignore_result=True, acks_late=True, soft_time_limit=50, time_limit=60)
+@shared_task(
+    name=DELIVER_TASK, ignore_result=True, acks_late=True, soft_time_limit=50, time_limit=60
+)
 def deliver(delivery_id: str, made: int | None = None) -> str | None:
     """Make a delivery's next attempt, `made` attempts having been made when it was queued
     (safe to run twice: a duplicate or late task finds more and sends nothing)."""

@@ -20,6 +20,7 @@ from accounts.access import manager_required, member_required, page_user
 from accounts.models import Project, User
 from alerts import delivery, services
 from alerts.access import access_channel, access_maintenance_window
+from alerts.errors import TestTooSoon
 from alerts.forms import ChannelForm, WindowForm
 from alerts.models import (
     ChannelKind,
@@ -116,7 +117,14 @@ def channel_new(request: HttpRequest) -> HttpResponse:
     form = ChannelForm(request.POST, user=user)
     if not form.is_valid():
         return _page(request, channel_form=form)
-    channel = services.channel_create(organization=user.organization, **form.channel_fields())
+    data = form.cleaned_data
+    channel = services.channel_create(
+        organization=user.organization,
+        name=data["name"],
+        kind=data["kind"],
+        config=form.config,
+        projects=list(data["projects"]),
+    )
     if channel.kind == ChannelKind.WEBHOOK:
         return _page(request, created=channel)
     messages.success(request, f"The channel {channel.name} is added.")
@@ -152,7 +160,7 @@ def channel_send_test(request: HttpRequest, channel_id: str) -> HttpResponse:
     channel = access_channel(page_user(request), channel_id)
     try:
         sent = delivery.channel_test(channel=channel)
-    except delivery.TestTooSoon:
+    except TestTooSoon:
         messages.error(request, f"A test was just sent to {channel.name}: wait a few seconds.")
         return redirect("alerts")
     if sent.status == DeliveryStatus.DELIVERED:
@@ -180,10 +188,14 @@ def window_new(request: HttpRequest) -> HttpResponse:
     form = WindowForm(request.POST, user=user)
     if not form.is_valid():
         return _page(request, window_form=form)
+    data = form.cleaned_data
     window = services.maintenance_window_save(
         window=MaintenanceWindow(organization=user.organization),
-        projects=list(form.cleaned_data["projects"]),
-        **form.window_fields(),
+        name=data["name"],
+        starts_at=data["starts_at"],
+        ends_at=data["ends_at"],
+        recurrence=form.recurrence,
+        projects=list(data["projects"]),
     )
     messages.success(request, f"The maintenance window {window} is planned.")
     return redirect("alerts")

@@ -1,19 +1,17 @@
 """Request parsing and response shapes of the alerts API: notification channels, their
 deliveries, and maintenance windows."""
 
-from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from django.core.exceptions import ValidationError as DjangoValidationError
 from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from accounts.api.serializers import EmailAddressField, NameField, ProjectIdsField, TextField
+from accounts.api.serializers import NameField, ProjectIdsField
+from alerts import validation
 from alerts.models import (
     MAX_ADDRESSES,
-    URL_KINDS,
     ChannelKind,
     Delivery,
     DeliveryAttempt,
@@ -25,17 +23,14 @@ from alerts.models import (
     ScopeIds,
     load_scopes,
 )
-from alerts.transport import checked_url
 from healthmon.api.errors import field_errors
 from healthmon.errors import InvalidInput
 from monitoring.access import access_endpoints
 from monitoring.models import Endpoint
-from monitoring.targets import MASK, MAX_TARGET_LENGTH, TargetError
+from monitoring.targets import MAX_TARGET_LENGTH
 
 MAX_SCOPE_IDS = 500
-MASKED_URL = (
-    "The URL is masked: send it in full, or exactly as it was answered to keep the stored one."
-)
+WINDOW_TIMES = {"starts_at", "ends_at", "recurrence"}
 
 # --- scope: the projects and endpoints a channel or window is narrowed to ---------------------
 
@@ -124,61 +119,6 @@ class ScopedSerializer(serializers.ModelSerializer[Any]):
 # --- channel config, per kind -----------------------------------------------------------------
 
 
-class _StrictSerializer(serializers.Serializer[Any]):
-    """Refuses keys it does not declare, so a typo never passes silently."""
-
-    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        """Refuse unknown keys."""
-        unknown = set(self.initial_data) - set(self.fields)
-        if unknown:
-            raise serializers.ValidationError(
-                {name: ["Unknown option for this kind of channel."] for name in sorted(unknown)}
-            )
-        return attrs
-
-
-class EmailConfigSerializer(_StrictSerializer):
-    """`{addresses, to_members}`: at least one address, or the members."""
-
-    addresses = serializers.ListField(
-        child=EmailAddressField(), max_length=MAX_ADDRESSES, default=list
-    )
-    to_members = StrictBooleanField(default=False)
-
-    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        """Unknown keys refused; addresses deduplicated; somebody to write to."""
-        attrs = super().validate(attrs)
-        attrs["addresses"] = list(dict.fromkeys(attrs["addresses"]))
-        if not attrs["addresses"] and not attrs["to_members"]:
-            raise serializers.ValidationError(
-                {"addresses": ["Give at least one address, or set `to_members`."]}
-            )
-        return attrs
-
-
-class UrlConfigSerializer(_StrictSerializer):
-    """`{url}`: where the JSON is POSTed (http or https)."""
-
-    url = TextField(max_length=MAX_TARGET_LENGTH, trim_whitespace=False)
-
-    def validate_url(self, value: str) -> str:
-        """A strict http(s) URL whose host, if an address, the network policy allows."""
-        if MASK in value:
-            raise serializers.ValidationError(MASKED_URL)
-        try:
-            return checked_url(value)
-        except TargetError as exc:
-            raise serializers.ValidationError(str(exc)) from exc
-
-
-def validate_channel_config(kind: str, config: Any) -> dict[str, Any]:
-    """The config checked against its kind, or a ValidationError naming each bad key."""
-    serializer_class = UrlConfigSerializer if kind in URL_KINDS else EmailConfigSerializer
-    serializer = serializer_class(data=config)
-    serializer.is_valid(raise_exception=True)
-    return dict(serializer.validated_data)
-
-
 CONFIG_SCHEMA = {
     "type": "object",
     "description": (
@@ -188,7 +128,11 @@ CONFIG_SCHEMA = {
     "properties": {
         "addresses": {
             "type": "array",
-            "items": {"type": "string", "format": "email", "maxLength": 254},
+            "items": {
+                "type": "string",
+                "format": "email",
+                "maxLength": validation.MAX_ADDRESS_LENGTH,
+            },
             "maxItems": MAX_ADDRESSES,
         },
         "to_members": {
@@ -260,29 +204,21 @@ class NotificationChannelSerializer(ScopedSerializer):
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         """The kind cannot change; the config must fit it (a masked URL sent back as it was
         answered keeps the stored one)."""
-        current = self.instance
-        kind = attrs.get("kind", current.kind if current else None)
-        if current is not None:
-            if kind != current.kind:
-                raise serializers.ValidationError({"kind": ["Cannot change once created."]})
-            attrs.pop("kind", None)
-        if "config" in attrs:
-            config = self._restore_url(dict(attrs["config"]))
-            try:
-                attrs["config"] = validate_channel_config(str(kind), config)
-            except serializers.ValidationError as exc:
-                raise serializers.ValidationError({"config": exc.detail}) from exc
-        elif current is None:
+        stored = self.instance
+        if "config" not in attrs and stored is None:
             raise serializers.ValidationError({"config": ["This field is required."]})
+        if stored is not None:
+            try:
+                validation.channel_kind(attrs.pop("kind", stored.kind), stored=stored)
+            except InvalidInput as exc:
+                raise field_errors(exc) from exc
+        if "config" in attrs:
+            kind = stored.kind if stored is not None else attrs["kind"]
+            try:
+                attrs["config"] = validation.channel_config(kind, attrs["config"], stored=stored)
+            except InvalidInput as exc:
+                raise field_errors(exc.nested("config")) from exc
         return attrs
-
-    def _restore_url(self, config: dict[str, Any]) -> dict[str, Any]:
-        """The stored URL for the masked form answered; the config as sent otherwise."""
-        current = self.instance
-        answered = current.config_masked.get("url") if current is not None else None
-        if current is not None and current.kind in URL_KINDS and config.get("url") == answered:
-            config["url"] = current.config["url"]
-        return config
 
 
 class NotificationChannelCreatedSerializer(NotificationChannelSerializer):
@@ -423,26 +359,22 @@ class MaintenanceWindowSerializer(ScopedSerializer):
         return None if start is None else serializers.DateTimeField().to_representation(start)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        """It ends after it starts; a weekly one lasts less than a week (the model's rule)."""
+        """It ends after it starts; a weekly one lasts less than a week. A change is
+        checked against the stored fields it leaves as they are."""
         if "recurrence" in attrs:
             attrs["recurrence"] = attrs["recurrence"] or Recurrence.ONCE
-        current = self.instance
-        probe = MaintenanceWindow(
-            **{
-                name: attrs.get(name, getattr(current, name, None))
-                for name in ("starts_at", "ends_at", "recurrence")
-            }
-        )
+        # What a patch leaves out is the stored window's (a creation sends all three).
+        merged = {name: getattr(self.instance, name) for name in WINDOW_TIMES - attrs.keys()}
+        merged |= attrs
         try:
-            probe.clean()
-        except DjangoValidationError as exc:
-            raise serializers.ValidationError(exc.message_dict) from exc
+            validation.maintenance_window(
+                starts_at=merged["starts_at"],
+                ends_at=merged["ends_at"],
+                recurrence=merged["recurrence"],
+            )
+        except InvalidInput as exc:
+            raise field_errors(exc) from exc
         return attrs
-
-
-def scope_changes(attrs: dict[str, Any]) -> dict[str, Sequence[Any]]:
-    """The projects and endpoints of validated data, when sent (popped from it)."""
-    return {name: attrs.pop(name) for name in ("projects", "endpoints") if name in attrs}
 
 
 class DeliveryQuerySerializer(serializers.Serializer[Any]):

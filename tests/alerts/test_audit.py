@@ -1,6 +1,8 @@
 """Channels and maintenance windows in the audit log: created and deleted through the API,
 the page or the admin, with who did it and nothing secret."""
 
+from datetime import UTC, datetime
+
 import pytest
 
 from accounts.models import AuditEvent
@@ -72,8 +74,8 @@ def test_the_page_and_the_admin_record_deletions(client, cast, make_user):
     )
     window = services.maintenance_window_save(
         window=MaintenanceWindow(organization=cast.org),
-        starts_at="2026-12-01T02:00:00Z",
-        ends_at="2026-12-01T03:00:00Z",
+        starts_at=datetime(2026, 12, 1, 2, tzinfo=UTC),
+        ends_at=datetime(2026, 12, 1, 3, tzinfo=UTC),
     )
     client.force_login(cast.owner)
     assert client.post(f"/alerts/channels/{channel.pk}/delete").status_code == 302
