@@ -1,4 +1,5 @@
-"""Shared fixtures: an API client that commits like production, and the fixed cast.
+"""Shared fixtures: an API client that commits like production, the fixed cast, factories,
+local peers; and the tiers every test is sorted into.
 
 The cast in every API test module: an owner, an admin and a member of one organization (the
 member granted its default project), and an outsider who owns another organization.
@@ -15,6 +16,7 @@ from django.contrib.auth import hashers
 from django.core import mail
 from django.core.cache import cache
 from django.core.management import call_command
+from django.test import Client
 from rest_framework.test import APIClient
 
 from accounts.models import Organization, Project, Role, User
@@ -25,7 +27,9 @@ from monitoring.config import validate_config
 from monitoring.models import Endpoint
 from monitoring.probes import ProbeResult
 from monitoring.services import CheckOutcome, checks_record, endpoint_create
+from tests.alerts.receiver import Receiver
 from tests.helpers import PASSWORD
+from tests.monitoring.peers import HTTPPeer
 
 
 class Api(APIClient):
@@ -177,3 +181,51 @@ def record() -> Callable[..., int]:
         return checks_record(outcomes=outcomes)
 
     return store
+
+
+@pytest.fixture
+def superuser(db: None) -> User:
+    return User.objects.create_superuser("root@ops.test", "ops-password-123")
+
+
+@pytest.fixture
+def staff_client(client: Client, superuser: User) -> Client:
+    """The test client signed in to the Django admin as a superuser."""
+    client.force_login(superuser)
+    return client
+
+
+@pytest.fixture
+def verification_on(settings: Any) -> None:
+    settings.REQUIRE_EMAIL_VERIFICATION = True
+
+
+@pytest.fixture
+def three_per_minute(settings: Any) -> None:
+    """A throttle rate low enough to reach in a test."""
+    settings.AUTH_THROTTLE_RATE = "3/minute"
+
+
+# --- Local peers -------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def http_peer() -> Iterator[HTTPPeer]:
+    """A local HTTP server to probe (see tests/monitoring/peers.py for its routes)."""
+    peer = HTTPPeer()
+    try:
+        yield peer
+    finally:
+        peer.stop()
+
+
+@pytest.fixture
+def receiver(settings: Any) -> Iterator[Receiver]:
+    """A real HTTP receiver on 127.0.0.1, which the network policy is told to allow."""
+    settings.PROBE_ALLOW_PRIVATE_NETWORKS = False
+    settings.PROBE_ALLOWED_NETWORKS = ["127.0.0.0/8"]
+    peer = Receiver()
+    try:
+        yield peer
+    finally:
+        peer.stop()

@@ -19,7 +19,6 @@ from typing import Any
 
 import pytest
 import time_machine
-from django.core.mail import EmailMessage
 from django.utils import timezone
 from playwright.sync_api import Browser, BrowserType, Page, Playwright, sync_playwright
 from pytest_django.live_server_helper import LiveServer
@@ -137,13 +136,6 @@ def shot(page: Page, name: str) -> None:
     """Save a full-page screenshot to tests/artifacts/<name>.png for review."""
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=ARTIFACTS / f"{name}.png", full_page=True)
-
-
-def mailed_token(message: EmailMessage, path: str) -> str:
-    """The token of the site link (`/accept-invite`, ...) in a mail; links use WEB_BASE_URL."""
-    match = re.search(rf"https://healthmon\.test{re.escape(path)}\?token=(\S+)", message.body)
-    assert match, message.body
-    return match.group(1)
 
 
 def day_of_checks(
