@@ -42,11 +42,13 @@ beat: $(VENV)/.installed
 test: $(VENV)/.installed-dev
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
-## lint: ruff (lint and format check) and mypy.
+## lint: ruff (lint and format check), mypy, and lint-imports (the layers contracts in
+## pyproject.toml).
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	DEBUG=true $(BIN)/mypy .
+	$(BIN)/lint-imports --no-logo
 
 format: $(VENV)/.installed-dev
 	$(BIN)/ruff check --fix .
