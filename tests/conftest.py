@@ -8,6 +8,7 @@ member granted its default project), and an outsider who owns another organizati
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,6 +17,7 @@ from django.contrib.auth import hashers
 from django.core import mail
 from django.core.cache import cache
 from django.core.management import call_command
+from django.db import connection
 from django.test import Client
 from rest_framework.test import APIClient
 
@@ -30,6 +32,8 @@ from monitoring.services import CheckOutcome, checks_record, endpoint_create
 from tests.alerts.receiver import Receiver
 from tests.helpers import PASSWORD
 from tests.monitoring.peers import HTTPPeer
+
+TESTS = Path(__file__).resolve().parent
 
 
 class Api(APIClient):
@@ -229,3 +233,63 @@ def receiver(settings: Any) -> Iterator[Receiver]:
         yield peer
     finally:
         peer.stop()
+
+
+# --- Tiers -------------------------------------------------------------------------------------
+# The markers are registered in pyproject.toml. They are set here, from where a test lives and
+# what it reaches, so that a new test lands in its tier without being marked by hand;
+# `postgres` is the one set by hand (`@pytest.mark.postgres("why")`).
+
+TIER_PATHS = {
+    "browser": ("browser",),
+    "services": ("faults", "monitoring/test_worker.py"),
+    "deploy": ("test_deploy.py",),
+}
+# The real servers some probe tests reach (PostgreSQL, MariaDB and Redis on their usual ports),
+# named by address or by the constant of tests/monitoring/peers.py that holds one.
+LOCAL_SERVERS = (
+    "127.0.0.1:5432",
+    "127.0.0.1:3306",
+    "127.0.0.1:6379",
+    "POSTGRESQL_URL",
+    "MYSQL_URL",
+    "REDIS_URL",
+)
+
+
+def _tiers_by_path(item: pytest.Item) -> list[str]:
+    if not item.path.is_relative_to(TESTS):
+        return []
+    path = item.path.relative_to(TESTS).as_posix()
+    return [
+        tier
+        for tier, prefixes in TIER_PATHS.items()
+        if any(path == prefix or path.startswith(f"{prefix}/") for prefix in prefixes)
+    ]
+
+
+def _reaches_a_local_server(item: pytest.Item) -> bool:
+    """The test's own code or its parameters name a real server's address."""
+    function = getattr(item, "function", None)
+    if function is None:
+        return False
+    code = function.__code__
+    words = [c for c in code.co_consts if isinstance(c, str)] + list(code.co_names)
+    callspec = getattr(item, "callspec", None)
+    if callspec is not None:
+        words += [str(value) for value in callspec.params.values()]
+    return any(server in word for word in words for server in LOCAL_SERVERS)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Sort each test into its tiers; skip PostgreSQL-only tests on SQLite, saying why."""
+    on_postgresql = connection.vendor == "postgresql"
+    for item in items:
+        for tier in _tiers_by_path(item):
+            item.add_marker(tier)
+        if _reaches_a_local_server(item):
+            item.add_marker("services")
+        needs = item.get_closest_marker("postgres")
+        if needs is not None and not on_postgresql:
+            why = needs.args[0] if needs.args else "PostgreSQL only"
+            item.add_marker(pytest.mark.skip(reason=f"needs PostgreSQL: {why}"))
