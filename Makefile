@@ -47,10 +47,10 @@ test: $(VENV)/.installed-dev
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 ## test-fast: the edit loop: SQLite, no external service, no browser, no deployment check
-## (the markers are in pyproject.toml, set by tests/conftest.py), in two processes; under 2
-## minutes on 2 cores.
+## (the markers are in pyproject.toml, set by tests/conftest.py), in two processes that take
+## tests as they free up; under 2 minutes on 2 cores.
 test-fast: $(VENV)/.installed-dev
-	env -u DATABASE_URL -u CACHE_URL $(BIN)/python -m pytest -n 2 \
+	env -u DATABASE_URL -u CACHE_URL $(BIN)/python -m pytest -n 2 --dist worksteal \
 	    -m "not postgres and not services and not browser and not deploy" $(PYTEST_ARGS)
 
 ## lint: ruff (lint and format check), mypy, and lint-imports (the layers contracts in
