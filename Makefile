@@ -87,4 +87,4 @@ superuser: $(VENV)/.installed
 	DEBUG=$${DEBUG:-true} $(BIN)/python manage.py createsuperuser
 
 clean:
-	rm -rf $(VENV) var db.sqlite3 .pytest_cache .mypy_cache .ruff_cache *.egg-info
+	rm -rf $(VENV) var db.sqlite3 .pytest_cache .mypy_cache .ruff_cache .import_linter_cache *.egg-info
