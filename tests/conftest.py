@@ -1,4 +1,5 @@
-"""Shared fixtures: an API client that commits like production, and the fixed cast.
+"""Shared fixtures: an API client that commits like production, the fixed cast, factories,
+local peers; and the tiers every test is sorted into.
 
 The cast in every API test module: an owner, an admin and a member of one organization (the
 member granted its default project), and an outsider who owns another organization.
@@ -7,6 +8,7 @@ member granted its default project), and an outsider who owns another organizati
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,9 +17,12 @@ from django.contrib.auth import hashers
 from django.core import mail
 from django.core.cache import cache
 from django.core.management import call_command
+from django.db import connection
+from django.test import Client
 from rest_framework.test import APIClient
+from whitenoise.base import WhiteNoise
 
-from accounts.models import Organization, Project, Role, User
+from accounts.models import Invitation, Organization, Project, Role, User
 from accounts.services import organization_create
 from accounts.tokens import issue_access_token
 from apikeys.services import api_key_create
@@ -27,7 +32,11 @@ from monitoring.probes import ProbeResult
 from monitoring.services import endpoint_create
 from monitoring.validation import validate_config
 from pipeline.checks import checks_record
+from tests.alerts.receiver import Receiver
 from tests.helpers import PASSWORD
+from tests.monitoring.peers import HTTPPeer
+
+TESTS = Path(__file__).resolve().parent
 
 
 class Api(APIClient):
@@ -68,10 +77,29 @@ class Cast:
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _static_files(tmp_path_factory: pytest.TempPathFactory) -> None:
-    """Collect static files once, as a deployment does: tests run with DEBUG off."""
+def _static_files(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Collect static files once, as a deployment does: tests run with DEBUG off.
+
+    WhiteNoise reads every collected file each time Django builds a middleware chain, which a
+    test client does once: about 0.03 s a test, a quarter of the suite's CPU. The files do not
+    change during the session, so each directory is read once for each WhiteNoise setting.
+    """
     settings.STATIC_ROOT = tmp_path_factory.mktemp("static")
     call_command("collectstatic", interactive=False, verbosity=0)
+    read: dict[tuple[Any, ...], dict[str, Any]] = {}
+    read_directory = WhiteNoise.update_files_dictionary
+
+    def read_once(self: WhiteNoise, root: str, prefix: str) -> None:
+        key = (root, prefix, self.max_age, self.allow_all_origins, self.charset, self.index_file)
+        if key not in read:
+            before = dict(self.files)
+            read_directory(self, root, prefix)
+            read[key] = {url: f for url, f in self.files.items() if before.get(url) is not f}
+        self.files.update(read[key])
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(WhiteNoise, "update_files_dictionary", read_once)
+        yield
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -128,6 +156,19 @@ def cast(db: None, make_user: Callable[..., User]) -> Cast:
 
 
 @pytest.fixture
+def invitation(cast: Cast) -> Invitation:
+    """A pending invitation to Acme, written directly (no mail; its digest is a placeholder)."""
+    return Invitation.objects.create(
+        organization=cast.org,
+        email="invited@acme.test",
+        role=Role.MEMBER,
+        invited_by=cast.owner,
+        token_hash="0" * 64,
+        expires_at=cast.owner.date_joined.replace(year=2100),
+    )
+
+
+@pytest.fixture
 def make_key() -> Callable[..., str]:
     """Issue an API key for a user through the service; returns the clear key."""
 
@@ -179,3 +220,111 @@ def record() -> Callable[..., int]:
         return checks_record(outcomes=outcomes)
 
     return store
+
+
+@pytest.fixture
+def superuser(db: None) -> User:
+    return User.objects.create_superuser("root@ops.test", "ops-password-123")
+
+
+@pytest.fixture
+def staff_client(client: Client, superuser: User) -> Client:
+    """The test client signed in to the Django admin as a superuser."""
+    client.force_login(superuser)
+    return client
+
+
+@pytest.fixture
+def verification_on(settings: Any) -> None:
+    settings.REQUIRE_EMAIL_VERIFICATION = True
+
+
+@pytest.fixture
+def three_per_minute(settings: Any) -> None:
+    """A throttle rate low enough to reach in a test."""
+    settings.AUTH_THROTTLE_RATE = "3/minute"
+
+
+# --- Local peers -------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def http_peer() -> Iterator[HTTPPeer]:
+    """A local HTTP server to probe (see tests/monitoring/peers.py for its routes)."""
+    peer = HTTPPeer()
+    try:
+        yield peer
+    finally:
+        peer.stop()
+
+
+@pytest.fixture
+def receiver(settings: Any) -> Iterator[Receiver]:
+    """A real HTTP receiver on 127.0.0.1, which the network policy is told to allow."""
+    settings.PROBE_ALLOW_PRIVATE_NETWORKS = False
+    settings.PROBE_ALLOWED_NETWORKS = ["127.0.0.0/8"]
+    peer = Receiver()
+    try:
+        yield peer
+    finally:
+        peer.stop()
+
+
+# --- Tiers -------------------------------------------------------------------------------------
+# The markers are registered in pyproject.toml. They are set here, from where a test lives and
+# what it reaches, so that a new test lands in its tier without being marked by hand;
+# `postgres` is the one set by hand (`@pytest.mark.postgres("why")`).
+
+TIER_PATHS = {
+    "browser": ("browser",),
+    "services": ("faults", "monitoring/test_worker.py"),
+    "deploy": ("test_deploy.py",),
+}
+# The real servers some probe tests reach (PostgreSQL, MariaDB and Redis on their usual ports),
+# named by address or by the constant of tests/monitoring/peers.py that holds one.
+LOCAL_SERVERS = (
+    "127.0.0.1:5432",
+    "127.0.0.1:3306",
+    "127.0.0.1:6379",
+    "POSTGRESQL_URL",
+    "MYSQL_URL",
+    "REDIS_URL",
+)
+
+
+def _tiers_by_path(item: pytest.Item) -> list[str]:
+    if not item.path.is_relative_to(TESTS):
+        return []
+    path = item.path.relative_to(TESTS).as_posix()
+    return [
+        tier
+        for tier, prefixes in TIER_PATHS.items()
+        if any(path == prefix or path.startswith(f"{prefix}/") for prefix in prefixes)
+    ]
+
+
+def _reaches_a_local_server(item: pytest.Item) -> bool:
+    """The test's own code or its parameters name a real server's address."""
+    function = getattr(item, "function", None)
+    if function is None:
+        return False
+    code = function.__code__
+    words = [c for c in code.co_consts if isinstance(c, str)] + list(code.co_names)
+    callspec = getattr(item, "callspec", None)
+    if callspec is not None:
+        words += [str(value) for value in callspec.params.values()]
+    return any(server in word for word in words for server in LOCAL_SERVERS)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Sort each test into its tiers; skip PostgreSQL-only tests on SQLite, saying why."""
+    on_postgresql = connection.vendor == "postgresql"
+    for item in items:
+        for tier in _tiers_by_path(item):
+            item.add_marker(tier)
+        if _reaches_a_local_server(item):
+            item.add_marker("services")
+        needs = item.get_closest_marker("postgres")
+        if needs is not None and not on_postgresql:
+            why = needs.args[0] if needs.args else "PostgreSQL only"
+            item.add_marker(pytest.mark.skip(reason=f"needs PostgreSQL: {why}"))

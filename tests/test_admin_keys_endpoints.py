@@ -3,18 +3,11 @@
 import pytest
 from django.urls import reverse
 
-from accounts.models import User
 from apikeys.models import ApiKey
 from monitoring.models import Endpoint
 
 SECRET_TARGET = "postgresql://app:hunter2-secret@db.test:5432/app"
 NUMS = ("TOTAL", "INITIAL", "MIN_NUM", "MAX_NUM")
-
-
-@pytest.fixture
-def staff_client(client, cast):
-    client.force_login(User.objects.create_superuser("root@ops.test", "ops-password-123"))
-    return client
 
 
 @pytest.fixture

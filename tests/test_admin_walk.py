@@ -1,7 +1,6 @@
 """Every Django admin page of the project's models opens for a superuser, shows no secret and
 costs the same number of queries however many rows it lists; the admin actions work."""
 
-import re
 import uuid
 from datetime import timedelta
 from html.parser import HTMLParser
@@ -35,7 +34,7 @@ from monitoring.probes import ProbeResult
 from monitoring.services import endpoint_create
 from monitoring.validation import validate_config
 from pipeline.checks import checks_record
-from tests.helpers import PASSWORD
+from tests.helpers import PASSWORD, accept_invite, admin_url, mailed_token
 
 APPS = ("accounts", "apikeys", "monitoring", "analytics")
 MODELS = [model for model in admin.site._registry if model._meta.app_label in APPS]
@@ -43,10 +42,6 @@ TARGET_PASSWORD = "s3cret-pass"
 HEADER_SECRET = "hdr-s3cret-77"
 SLACK_SECRET = "SLACKSECRETPART"
 WEBHOOK_SECRET = "whk-path-s3cret"
-
-
-def admin_url(model: Any, view: str, *args: Any) -> str:
-    return reverse(f"admin:{model._meta.app_label}_{model._meta.model_name}_{view}", args=args)
 
 
 def record_checks(endpoint: Endpoint, results: list[bool], start: Any = None) -> None:
@@ -138,22 +133,11 @@ def add_alerts(org: Organization, project: Project, site: Endpoint, n: int) -> N
 
 
 @pytest.fixture
-def superuser(db):
-    return User.objects.create_superuser("root@ops.test", "ops-password-123")
-
-
-@pytest.fixture
-def staff_client(client, superuser):
-    client.force_login(superuser)
-    return client
-
-
-@pytest.fixture
 def world(superuser, django_capture_on_commit_callbacks, outbox):
     """Two organizations with every kind of record; the secrets no page may show."""
     with django_capture_on_commit_callbacks(execute=True):
         built = [build_organization(n) for n in (1, 2)]
-    tokens = [mailed_token(message) for message in outbox]
+    tokens = [mailed_token(message, "/accept-invite") for message in outbox]
     keys = [b["key"] for b in built]
     users = [superuser, *(u for b in built for u in b["users"])]
     return [
@@ -315,16 +299,6 @@ def test_an_endpoint_saved_from_its_page_keeps_its_target_and_history(
     assert Incident.objects.get().resolved_at is None
 
 
-def mailed_token(message: Any) -> str:
-    match = re.search(r"/accept-invite\?token=(\S+)", message.body)
-    assert match, message.body
-    return match.group(1)
-
-
-def accept(api: Any, token: str) -> Any:
-    return api.post("/api/v1/auth/accept-invite", {"token": token, "password": PASSWORD})
-
-
 def post_action(client: Any, model: Any, action: str, objects: list[Any]) -> Any:
     return client.post(
         admin_url(model, "changelist"),
@@ -375,8 +349,8 @@ def test_resend_mails_pending_invitations_and_skips_closed_ones(
         accepted = invitation_create(
             inviter=cast.owner, email="b@x.test", role="member", projects=[]
         )
-    first_token = mailed_token(outbox[0])
-    assert accept(api, mailed_token(outbox[1])).status_code == 201
+    first_token = mailed_token(outbox[0], "/accept-invite")
+    assert accept_invite(api, mailed_token(outbox[1], "/accept-invite")).status_code == 201
     before = Invitation.objects.values().get(pk=accepted.pk)
 
     with django_capture_on_commit_callbacks(execute=True):
@@ -389,8 +363,8 @@ def test_resend_mails_pending_invitations_and_skips_closed_ones(
     ]
     assert [m.to for m in outbox[2:]] == [["a@x.test"]]
     assert Invitation.objects.values().get(pk=accepted.pk) == before
-    assert accept(api, first_token).status_code == 400
-    assert accept(api, mailed_token(outbox[2])).status_code == 201
+    assert accept_invite(api, first_token).status_code == 400
+    assert accept_invite(api, mailed_token(outbox[2], "/accept-invite")).status_code == 201
 
 
 def test_an_invitation_keeps_its_address_and_organization(staff_client, cast):

@@ -6,10 +6,8 @@ import uuid
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from django.urls import reverse
 from django.utils import timezone
 
-from accounts.models import User
 from alerts.models import (
     Delivery,
     DeliveryAttempt,
@@ -17,22 +15,12 @@ from alerts.models import (
     NotificationChannel,
 )
 from alerts.services import channel_create, maintenance_window_save
+from tests.helpers import admin_url
 from tests.web.conftest import Markup, visible_text
 
 SLACK_URL = "https://hooks.slack.com/services/T000/B000/SECRETPART"
 HOOK_URL = "https://hooks.example.com/in/HOOKPATH?token=HOOKTOKEN"
 T0 = datetime(2030, 1, 1, 12, 0, tzinfo=UTC)
-
-
-def admin_url(model, view, *args):
-    opts = model._meta
-    return reverse(f"admin:{opts.app_label}_{opts.model_name}_{view}", args=args)
-
-
-@pytest.fixture
-def staff_client(client, cast):
-    client.force_login(User.objects.create_superuser("root@ops.test", "ops-password-123"))
-    return client
 
 
 @pytest.fixture

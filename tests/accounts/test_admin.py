@@ -6,13 +6,6 @@ from accounts.models import Invitation, Organization, Project, Role, User
 from accounts.services import invitation_create
 
 
-@pytest.fixture
-def staff_client(client, cast):
-    superuser = User.objects.create_superuser("root@ops.test", "ops-password-123")
-    client.force_login(superuser)
-    return client
-
-
 def test_createsuperuser_works_non_interactively(db, monkeypatch):
     monkeypatch.setenv("DJANGO_SUPERUSER_PASSWORD", "ops-password-123")
 

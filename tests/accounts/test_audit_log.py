@@ -3,7 +3,6 @@ client address and target; owners and admins read their organization's log; no s
 lands in it."""
 
 import json
-import re
 from datetime import timedelta
 
 import pytest
@@ -11,17 +10,11 @@ from django.utils import timezone
 
 from accounts.models import AuditAction, AuditEvent
 from apikeys.models import ApiKey
-from tests.helpers import PASSWORD, assert_problem
+from tests.helpers import PASSWORD, assert_problem, mailed_token
 
 NEW_PASSWORD = "another-long-passphrase-7"
 CLIENT = {"REMOTE_ADDR": "203.0.113.9"}
 LOG = "/api/v1/audit-log"
-
-
-def mailed_token(message, path):
-    match = re.search(rf"https://healthmon\.test{path}\?token=(\S+)", message.body)
-    assert match, message.body
-    return match.group(1)
 
 
 def events(action):

@@ -3,7 +3,6 @@
 import re
 
 import pytest
-from django.db import connection
 
 from accounts.models import Role, User
 from accounts.services import invitation_create, organization_create, password_reset_send
@@ -12,7 +11,7 @@ from tests.helpers import PASSWORD
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
-    pytest.mark.skipif(connection.vendor != "postgresql", reason="needs row locks (PostgreSQL)"),
+    pytest.mark.postgres("needs row locks"),
 ]
 
 

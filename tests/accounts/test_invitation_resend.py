@@ -1,4 +1,3 @@
-import re
 from datetime import timedelta
 
 import pytest
@@ -8,19 +7,9 @@ from django.utils import timezone
 from accounts.models import Invitation, User
 from accounts.services import invitation_accept, invitation_create, invitation_resend
 from healthmon.errors import Conflict
-from tests.helpers import PASSWORD, assert_problem
+from tests.helpers import PASSWORD, accept_invite, assert_problem, mailed_token
 
 ACCEPT = "/api/v1/auth/accept-invite"
-
-
-def mailed_token(message):
-    match = re.search(r"https://healthmon\.test/accept-invite\?token=(\S+)", message.body)
-    assert match, message.body
-    return match.group(1)
-
-
-def accept(api, token):
-    return api.post(ACCEPT, {"token": token, "password": PASSWORD})
 
 
 @pytest.fixture
@@ -47,15 +36,15 @@ def resend(django_capture_on_commit_callbacks):
 
 def test_the_new_link_accepts_and_the_old_one_no_longer_does(api, cast, outbox, invite, resend):
     invitation = invite(projects=[cast.project])
-    old_token = mailed_token(outbox[0])
+    old_token = mailed_token(outbox[0], "/accept-invite")
 
     resend(invitation)
 
     assert len(outbox) == 2
-    new_token = mailed_token(outbox[1])
+    new_token = mailed_token(outbox[1], "/accept-invite")
     assert new_token != old_token
-    assert_problem(accept(api, old_token), 400, "validation_error")
-    response = accept(api, new_token)
+    assert_problem(accept_invite(api, old_token), 400, "validation_error")
+    response = accept_invite(api, new_token)
     assert response.status_code == 201, response.content
     assert response.json()["user"]["role"] == "member"
     assert list(User.objects.get(email="new@acme.test").projects.all()) == [cast.project]
@@ -71,7 +60,7 @@ def test_the_resent_mail_is_the_invitation_mail(cast, outbox, invite, resend):
     assert again.subject == first.subject
     assert "Acme" in again.subject
     assert "admin@acme.test invited you to join Acme on healthmon as Admin" in again.body
-    assert mailed_token(again) not in str(Invitation.objects.values_list())
+    assert mailed_token(again, "/accept-invite") not in str(Invitation.objects.values_list())
 
 
 def test_resending_extends_the_expiry_to_a_full_ttl(api, cast, outbox, invite, resend):
@@ -85,7 +74,7 @@ def test_resending_extends_the_expiry_to_a_full_ttl(api, cast, outbox, invite, r
     assert Invitation.objects.get().expires_at == later + timedelta(days=7)
     assert (later + timedelta(days=7)).strftime("%Y-%m-%d %H:%M UTC") in outbox[1].body
     with time_machine.travel(later + timedelta(days=6, hours=23)):
-        assert accept(api, mailed_token(outbox[1])).status_code == 201
+        assert accept_invite(api, mailed_token(outbox[1], "/accept-invite")).status_code == 201
 
 
 def test_an_expired_invitation_can_be_resent(api, cast, outbox, invite, resend):
@@ -93,14 +82,14 @@ def test_an_expired_invitation_can_be_resent(api, cast, outbox, invite, resend):
 
     with time_machine.travel(timezone.now() + timedelta(days=8)):
         resend(invitation)
-        assert accept(api, mailed_token(outbox[1])).status_code == 201
+        assert accept_invite(api, mailed_token(outbox[1], "/accept-invite")).status_code == 201
 
 
 @pytest.mark.parametrize("closed", ["accepted", "revoked"])
 def test_accepted_and_revoked_invitations_are_left_alone(api, cast, outbox, invite, closed):
     invitation = invite()
     if closed == "accepted":
-        invitation_accept(token=mailed_token(outbox[0]), password=PASSWORD)
+        invitation_accept(token=mailed_token(outbox[0], "/accept-invite"), password=PASSWORD)
     else:
         Invitation.objects.update(revoked_at=timezone.now())
     before = Invitation.objects.values().get()
@@ -120,7 +109,9 @@ def test_resending_replaces_a_newer_invitation_to_the_same_address(api, cast, ou
         invitation_resend(invitation=expired)
 
         assert Invitation.objects.get(pk=newer.pk).state == "revoked"
-        assert_problem(accept(api, mailed_token(outbox[1])), 400, "validation_error")
+        assert_problem(
+            accept_invite(api, mailed_token(outbox[1], "/accept-invite")), 400, "validation_error"
+        )
 
 
 def test_an_address_registered_meanwhile_is_a_conflict(cast, outbox, invite, make_user):

@@ -1,4 +1,3 @@
-import re
 from datetime import timedelta
 
 import pytest
@@ -6,7 +5,7 @@ import time_machine
 from django.utils import timezone
 
 from accounts.models import Invitation, Project, User
-from tests.helpers import PASSWORD, assert_problem
+from tests.helpers import PASSWORD, accept_invite, assert_problem, mailed_token
 
 INVITE = "/api/v1/users/invite"
 ACCEPT = "/api/v1/auth/accept-invite"
@@ -14,16 +13,6 @@ ACCEPT = "/api/v1/auth/accept-invite"
 
 def invite(api, email="new@acme.test", role="member", projects=()):
     return api.post(INVITE, {"email": email, "role": role, "projects": [str(p) for p in projects]})
-
-
-def mailed_token(message):
-    match = re.search(r"https://healthmon\.test/accept-invite\?token=(\S+)", message.body)
-    assert match, message.body
-    return match.group(1)
-
-
-def accept(api, token, password=PASSWORD):
-    return api.post(ACCEPT, {"token": token, "password": password})
 
 
 def test_invite_sends_an_email_with_a_link_and_answers_the_invitation(api, cast, outbox):
@@ -40,7 +29,7 @@ def test_invite_sends_an_email_with_a_link_and_answers_the_invitation(api, cast,
     assert len(outbox) == 1
     assert outbox[0].to == ["new@acme.test"]
     assert "Acme" in outbox[0].subject
-    token = mailed_token(outbox[0])
+    token = mailed_token(outbox[0], "/accept-invite")
     assert token not in str(Invitation.objects.values_list())
 
 
@@ -50,7 +39,7 @@ def test_accept_creates_the_user_with_the_role_and_projects(api, cast, outbox):
     invite(api, role="member", projects=[second.id])
     api.as_user(None)
 
-    response = accept(api, mailed_token(outbox[0]))
+    response = accept_invite(api, mailed_token(outbox[0], "/accept-invite"))
 
     assert response.status_code == 201
     data = response.json()
@@ -71,10 +60,10 @@ def test_accepting_twice_is_refused(api, cast, outbox):
     api.as_user(cast.admin)
     invite(api)
     api.as_user(None)
-    token = mailed_token(outbox[0])
-    assert accept(api, token).status_code == 201
+    token = mailed_token(outbox[0], "/accept-invite")
+    assert accept_invite(api, token).status_code == 201
 
-    assert_problem(accept(api, token, "another-password-9"), 400, "validation_error")
+    assert_problem(accept_invite(api, token, "another-password-9"), 400, "validation_error")
     assert User.objects.filter(email="new@acme.test").count() == 1
 
 
@@ -82,10 +71,10 @@ def test_an_expired_invitation_is_refused(api, cast, outbox):
     api.as_user(cast.admin)
     invite(api)
     api.as_user(None)
-    token = mailed_token(outbox[0])
+    token = mailed_token(outbox[0], "/accept-invite")
 
     with time_machine.travel(timezone.now() + timedelta(days=7, seconds=1)):
-        response = accept(api, token)
+        response = accept_invite(api, token)
 
     assert_problem(response, 400, "validation_error")
     assert not User.objects.filter(email="new@acme.test").exists()
@@ -97,7 +86,7 @@ def test_an_invitation_is_valid_until_just_before_its_expiry(api, cast, outbox):
     api.as_user(None)
 
     with time_machine.travel(timezone.now() + timedelta(days=6, hours=23)):
-        assert accept(api, mailed_token(outbox[0])).status_code == 201
+        assert accept_invite(api, mailed_token(outbox[0], "/accept-invite")).status_code == 201
 
 
 def test_a_revoked_invitation_is_refused(api, cast, outbox):
@@ -106,7 +95,9 @@ def test_a_revoked_invitation_is_refused(api, cast, outbox):
     assert api.delete(f"/api/v1/invitations/{invitation_id}").status_code == 204
     api.as_user(None)
 
-    assert_problem(accept(api, mailed_token(outbox[0])), 400, "validation_error")
+    assert_problem(
+        accept_invite(api, mailed_token(outbox[0], "/accept-invite")), 400, "validation_error"
+    )
     assert not User.objects.filter(email="new@acme.test").exists()
 
 
@@ -116,8 +107,10 @@ def test_reinviting_replaces_the_earlier_link(api, cast, outbox):
     invite(api, role="admin")
     api.as_user(None)
 
-    assert_problem(accept(api, mailed_token(outbox[0])), 400, "validation_error")
-    response = accept(api, mailed_token(outbox[1]))
+    assert_problem(
+        accept_invite(api, mailed_token(outbox[0], "/accept-invite")), 400, "validation_error"
+    )
+    response = accept_invite(api, mailed_token(outbox[1], "/accept-invite"))
     assert response.json()["user"]["role"] == "admin"
 
 
@@ -183,7 +176,7 @@ def test_invitation_list_shows_pending_invitations_only(api, cast, outbox):
     revoked = invite(api, email="revoked@acme.test").json()["id"]
     api.delete(f"/api/v1/invitations/{revoked}")
     invite(api, email="accepted@acme.test")
-    accept(api, mailed_token(outbox[-1]))
+    accept_invite(api, mailed_token(outbox[-1], "/accept-invite"))
     api.as_user(cast.outsider)
     invite(api, email="elsewhere@globex.test")
 

@@ -1,4 +1,3 @@
-import re
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -6,23 +5,13 @@ import time_machine
 from django.core import mail
 
 from accounts.models import User
-from tests.helpers import PASSWORD, assert_problem
+from tests.helpers import PASSWORD, assert_problem, log_in, mailed_token
 
 NEW_PASSWORD = "a-brand-new-passphrase-7"
 
 
-def login(api, email, password=PASSWORD):
-    return api.post("/api/v1/auth/login", {"email": email, "password": password})
-
-
 def me(api, token):
     return api.get("/api/v1/auth/me", HTTP_AUTHORIZATION=f"Bearer {token}")
-
-
-def mailed_token(message):
-    match = re.search(r"https://healthmon\.test/reset-password\?token=(\S+)", message.body)
-    assert match, message.body
-    return match.group(1)
 
 
 def request_reset(api, email):
@@ -43,32 +32,33 @@ def test_reset_mail_has_text_and_html_with_a_web_link(api, cast, outbox):
     request_reset(api, "Member@Acme.test")
 
     message = outbox[0]
-    token = mailed_token(message)
+    token = mailed_token(message, "/reset-password")
     html = message.alternatives[0][0]
     assert f"https://healthmon.test/reset-password?token={token}" in html
     assert message.alternatives[0][1] == "text/html"
 
 
 def test_reset_sets_the_password_and_revokes_every_earlier_jwt(api, cast, outbox):
-    sessions = [login(api, "member@acme.test").json()["token"] for _ in range(2)]
+    sessions = [log_in(api, "member@acme.test").json()["token"] for _ in range(2)]
     request_reset(api, "member@acme.test")
 
     response = api.post(
-        "/api/v1/auth/reset-password", {"token": mailed_token(outbox[0]), "password": NEW_PASSWORD}
+        "/api/v1/auth/reset-password",
+        {"token": mailed_token(outbox[0], "/reset-password"), "password": NEW_PASSWORD},
     )
 
     assert response.status_code == 200
     for token in sessions:
         assert_problem(me(api, token), 401, "invalid_token")
-    assert_problem(login(api, "member@acme.test"), 401, "invalid_credentials")
-    fresh = login(api, "member@acme.test", NEW_PASSWORD)
+    assert_problem(log_in(api, "member@acme.test"), 401, "invalid_credentials")
+    fresh = log_in(api, "member@acme.test", NEW_PASSWORD)
     assert fresh.status_code == 200
     assert me(api, fresh.json()["token"]).status_code == 200
 
 
 def test_reset_token_is_single_use(api, cast, outbox):
     request_reset(api, "member@acme.test")
-    token = mailed_token(outbox[0])
+    token = mailed_token(outbox[0], "/reset-password")
     first = api.post("/api/v1/auth/reset-password", {"token": token, "password": NEW_PASSWORD})
 
     second = api.post(
@@ -77,7 +67,7 @@ def test_reset_token_is_single_use(api, cast, outbox):
 
     assert first.status_code == 200
     assert "token" in assert_problem(second, 400, "validation_error")["errors"]
-    assert login(api, "member@acme.test", NEW_PASSWORD).status_code == 200
+    assert log_in(api, "member@acme.test", NEW_PASSWORD).status_code == 200
 
 
 def test_reset_link_works_for_one_hour_and_not_after(api, cast, outbox):
@@ -85,7 +75,10 @@ def test_reset_link_works_for_one_hour_and_not_after(api, cast, outbox):
     with time_machine.travel(start, tick=False):
         request_reset(api, "member@acme.test")
         request_reset(api, "admin@acme.test")
-    member_token, admin_token = mailed_token(outbox[0]), mailed_token(outbox[1])
+    member_token, admin_token = (
+        mailed_token(outbox[0], "/reset-password"),
+        mailed_token(outbox[1], "/reset-password"),
+    )
 
     with time_machine.travel(start + timedelta(minutes=59), tick=False):
         ok = api.post(
@@ -98,7 +91,7 @@ def test_reset_link_works_for_one_hour_and_not_after(api, cast, outbox):
 
     assert ok.status_code == 200
     assert_problem(late, 400, "validation_error")
-    assert login(api, "admin@acme.test").status_code == 200
+    assert log_in(api, "admin@acme.test").status_code == 200
 
 
 @pytest.mark.parametrize(
@@ -113,17 +106,17 @@ def test_reset_with_a_bad_token_is_a_validation_error(api, cast, token):
 
 def test_reset_enforces_the_password_rules(api, cast, outbox):
     request_reset(api, "member@acme.test")
-    token = mailed_token(outbox[0])
+    token = mailed_token(outbox[0], "/reset-password")
 
     response = api.post("/api/v1/auth/reset-password", {"token": token, "password": "short"})
 
     assert "password" in assert_problem(response, 400, "validation_error")["errors"]
-    assert login(api, "member@acme.test").status_code == 200
+    assert log_in(api, "member@acme.test").status_code == 200
 
 
 def test_change_password_returns_a_new_token_and_revokes_the_others(api, cast):
-    old = login(api, "admin@acme.test").json()["token"]
-    other = login(api, "admin@acme.test").json()["token"]
+    old = log_in(api, "admin@acme.test").json()["token"]
+    other = log_in(api, "admin@acme.test").json()["token"]
 
     response = api.post(
         "/api/v1/auth/change-password",
@@ -136,7 +129,7 @@ def test_change_password_returns_a_new_token_and_revokes_the_others(api, cast):
     assert me(api, response.json()["token"]).status_code == 200
     for token in (old, other):
         assert_problem(me(api, token), 401, "invalid_token")
-    assert login(api, "admin@acme.test", NEW_PASSWORD).status_code == 200
+    assert log_in(api, "admin@acme.test", NEW_PASSWORD).status_code == 200
     assert User.objects.get(pk=cast.admin.pk).password.startswith("bcrypt_sha256$")
 
 
@@ -149,7 +142,7 @@ def test_change_password_needs_the_current_password(api, cast):
     )
 
     assert "current_password" in assert_problem(response, 400, "validation_error")["errors"]
-    assert login(api, "member@acme.test").status_code == 200
+    assert log_in(api, "member@acme.test").status_code == 200
 
 
 def test_change_password_enforces_the_password_rules(api, cast):

@@ -14,11 +14,6 @@ ROUTES = [
 ]
 
 
-@pytest.fixture
-def three_per_minute(settings):
-    settings.AUTH_THROTTLE_RATE = "3/minute"
-
-
 @pytest.mark.parametrize(("url", "payload"), ROUTES)
 def test_auth_routes_answer_429_with_retry_after(api, cast, three_per_minute, url, payload):
     for _ in range(3):

@@ -1,13 +1,12 @@
 """Fixtures of the notification tests that send to a real local receiver."""
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from django.utils import timezone
 
 from monitoring.models import Endpoint
-from tests.alerts.receiver import Receiver
 
 
 @pytest.fixture
@@ -18,13 +17,6 @@ def loopback_allowed(settings: Any) -> None:
     settings.NOTIFY_RETRY_BASE_SECONDS = 30
     settings.NOTIFY_MAX_ATTEMPTS = 6
     settings.NOTIFY_FLAG_AFTER = 3
-
-
-@pytest.fixture
-def receiver() -> Iterator[Receiver]:
-    peer = Receiver()
-    yield peer
-    peer.stop()
 
 
 @pytest.fixture

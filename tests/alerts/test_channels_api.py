@@ -3,7 +3,6 @@ reads and writes what, the network policy on URLs, the test send and the deliver
 
 import json
 import uuid
-from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
@@ -15,7 +14,6 @@ from alerts.delivery import SIGNATURE_HEADER, signature
 from alerts.models import Delivery, DeliveryAttempt, NotificationChannel
 from alerts.services import channel_create
 from monitoring.models import Incident
-from tests.alerts.receiver import Receiver
 from tests.helpers import assert_problem, queries_of_get
 
 URL = "/api/v1/notification-channels"
@@ -60,16 +58,6 @@ def make_channel(cast, **fields: Any) -> NotificationChannel:
     fields.setdefault("kind", "email")
     fields.setdefault("config", {"addresses": ["ops@acme.test"], "to_members": False})
     return channel_create(organization=cast.org, **fields)
-
-
-@pytest.fixture
-def receiver(settings) -> Iterator[Receiver]:
-    """A real HTTP receiver on 127.0.0.1, which the network policy is told to allow."""
-    settings.PROBE_ALLOW_PRIVATE_NETWORKS = False
-    settings.PROBE_ALLOWED_NETWORKS = ["127.0.0.0/8"]
-    peer = Receiver()
-    yield peer
-    peer.stop()
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from django.db import connection, connections, transaction
+from django.db import connections, transaction
 from django.utils import timezone
 
 from alerts import services
@@ -206,7 +206,7 @@ def test_the_beat_sweep_releases_openings_whose_window_has_ended(
 
 
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.skipif(connection.vendor != "postgresql", reason="needs row locks (PostgreSQL)")
+@pytest.mark.postgres("needs row locks")
 def test_an_opening_whose_incident_is_being_resolved_is_not_sent(
     cast, endpoint, receiver, go_down, release
 ):

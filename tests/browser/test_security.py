@@ -8,8 +8,8 @@ from playwright.sync_api import ConsoleMessage, Page
 
 from accounts.models import User
 from accounts.services import invitation_create, project_create
-from tests.browser.conftest import day_of_checks, mailed_token, shot, sign_in
-from tests.helpers import PASSWORD
+from tests.browser.conftest import day_of_checks, shot, sign_in
+from tests.helpers import PASSWORD, mailed_token
 
 ENDPOINT_NAME = "<img src=x onerror=alert(1)>"
 PROJECT_NAME = "<script>alert(2)</script>"

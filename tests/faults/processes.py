@@ -14,12 +14,10 @@ from pathlib import Path
 import pytest
 import redis
 from django.conf import settings
-from django.db import connection
 
 ROOT = Path(__file__).resolve().parents[2]
-POSTGRESQL_ONLY = pytest.mark.skipif(
-    connection.vendor != "postgresql",
-    reason="worker, beat and web processes need the test database on a server (PostgreSQL)",
+POSTGRESQL_ONLY = pytest.mark.postgres(
+    "worker, beat and web processes need the test database on a server"
 )
 
 

@@ -40,11 +40,6 @@ def _serve(peer: P) -> Iterator[P]:
 
 
 @pytest.fixture(scope="session")
-def http_peer() -> Iterator[HTTPPeer]:
-    yield from _serve(HTTPPeer())
-
-
-@pytest.fixture(scope="session")
 def tls_peer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HTTPPeer]:
     """The HTTP peer's routes over TLS with a self-signed certificate."""
     context = self_signed_context(tmp_path_factory.mktemp("tls"))

@@ -5,19 +5,12 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.urls import reverse
 
-from accounts.models import User
 from monitoring.checks import CheckOutcome
 from monitoring.models import CheckResult, Incident, StatusChange
 from monitoring.probes import ProbeResult
 from pipeline.checks import checks_record
 
 T0 = datetime(2030, 1, 1, 12, 0, tzinfo=UTC)
-
-
-@pytest.fixture
-def staff_client(client, cast):
-    client.force_login(User.objects.create_superuser("root@ops.test", "ops-password-123"))
-    return client
 
 
 @pytest.fixture

@@ -1,7 +1,6 @@
 """Races between endpoint and project writes (PostgreSQL row locks)."""
 
 import pytest
-from django.db import connection
 
 from accounts.models import Project, Role, User
 from accounts.services import organization_create
@@ -11,7 +10,7 @@ from tests.helpers import PASSWORD
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
-    pytest.mark.skipif(connection.vendor != "postgresql", reason="needs row locks (PostgreSQL)"),
+    pytest.mark.postgres("needs row locks"),
 ]
 
 

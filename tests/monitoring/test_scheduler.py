@@ -5,7 +5,7 @@ import threading
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from django.db import connection, connections
+from django.db import connections
 
 from monitoring import scheduler
 from monitoring.models import Endpoint
@@ -92,7 +92,7 @@ def test_the_compare_and_set_claim_takes_each_slot_once(cast, make_endpoint):
 
 
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.skipif(connection.vendor != "postgresql", reason="needs SKIP LOCKED (PostgreSQL)")
+@pytest.mark.postgres("needs SKIP LOCKED")
 def test_two_dispatchers_racing_never_claim_the_same_endpoint_twice(cast, make_endpoint):
     endpoints = [make_endpoint(cast.project, name=f"E{n}") for n in range(300)]
     for round_ in range(5):

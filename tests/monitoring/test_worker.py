@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 import redis
 from django.conf import settings
-from django.db import connection
 
 from alerts.delivery import signature
 from alerts.models import Delivery
@@ -24,10 +23,7 @@ from tests.alerts.receiver import Receiver
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
-    pytest.mark.skipif(
-        connection.vendor != "postgresql",
-        reason="the worker process needs the test database on a server (PostgreSQL)",
-    ),
+    pytest.mark.postgres("the worker process needs the test database on a server"),
 ]
 BROKER = "redis://127.0.0.1:6379/13"
 ROOT = Path(__file__).resolve().parents[2]

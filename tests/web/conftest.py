@@ -2,13 +2,12 @@
 helpers that read the pages' HTML the way a browser would (tags, attributes, visible text)."""
 
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from html.parser import HTMLParser
 from typing import Any
 
 import pytest
-from django.core.mail import EmailMessage
 from django.test import Client
 
 from accounts.models import User
@@ -16,7 +15,6 @@ from monitoring.checks import CheckOutcome
 from monitoring.models import Endpoint
 from monitoring.probes import ProbeResult
 from pipeline.checks import checks_record
-from tests.monitoring.peers import HTTPPeer
 
 
 class Pages(Client):
@@ -53,16 +51,6 @@ def make_pages(django_capture_on_commit_callbacks: Callable[..., Any]) -> Callab
     return make
 
 
-@pytest.fixture(scope="session")
-def http_peer() -> Iterator[HTTPPeer]:
-    """A local HTTP server to check (check-now runs a real probe on commit)."""
-    peer = HTTPPeer()
-    try:
-        yield peer
-    finally:
-        peer.stop()
-
-
 Observed = tuple[datetime, bool, float, str, str]
 
 
@@ -92,13 +80,6 @@ def record_observed() -> Callable[..., int]:
 
 
 # --- Reading pages ---------------------------------------------------------------------------
-
-
-def mailed_token(message: EmailMessage, path: str) -> str:
-    """The token of the web link (`/reset-password`, `/accept-invite`, ...) in a mail."""
-    match = re.search(rf"https://healthmon\.test{re.escape(path)}\?token=(\S+)", message.body)
-    assert match, message.body
-    return match.group(1)
 
 
 def html(response: Any) -> str:

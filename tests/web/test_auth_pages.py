@@ -7,8 +7,8 @@ and the other way round, and what a reset revokes on one side is revoked on the 
 import pytest
 
 from accounts.models import Invitation, Organization, Project, Role, User
-from tests.helpers import PASSWORD
-from tests.web.conftest import html, mailed_token, visible_text
+from tests.helpers import PASSWORD, mailed_token
+from tests.web.conftest import html, visible_text
 
 NEW_PASSWORD = "a-brand-new-passphrase-7"
 
@@ -414,11 +414,6 @@ def test_accepting_with_a_weak_password_keeps_the_invitation_open(pages, api, ca
 
 
 # --- Email verification -------------------------------------------------------------------------
-
-
-@pytest.fixture
-def verification_on(settings):
-    settings.REQUIRE_EMAIL_VERIFICATION = True
 
 
 def test_unverified_login_is_refused_with_a_message_until_the_link_is_followed(

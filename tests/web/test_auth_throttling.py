@@ -7,6 +7,7 @@ from accounts.models import User
 from tests.helpers import PASSWORD, assert_problem
 from tests.web.conftest import visible_text
 
+pytestmark = pytest.mark.usefixtures("three_per_minute")
 WRONG = {"email": "owner@acme.test", "password": "wrong-password-1"}
 ROUTES = [
     ("/login", WRONG),
@@ -15,11 +16,6 @@ ROUTES = [
     ("/reset-password", {"token": "t" * 40, "password": PASSWORD}),
     ("/accept-invite", {"token": "t" * 40, "password": PASSWORD}),
 ]
-
-
-@pytest.fixture(autouse=True)
-def three_per_minute(settings):
-    settings.AUTH_THROTTLE_RATE = "3/minute"
 
 
 def assert_throttled(response):

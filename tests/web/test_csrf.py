@@ -23,19 +23,11 @@ NEW_PASSWORD = "a-brand-new-passphrase-7"
 
 
 @pytest.fixture
-def world(cast, make_endpoint):
+def world(cast, make_endpoint, invitation):
     """Something for each form to change."""
     endpoint = make_endpoint(cast.project, name="Website")
     paused = make_endpoint(cast.project, name="Paused", enabled=False)
     spare = Project.objects.create(organization=cast.org, name="Spare")
-    invitation = Invitation.objects.create(
-        organization=cast.org,
-        email="invited@acme.test",
-        role="member",
-        invited_by=cast.owner,
-        token_hash="0" * 64,
-        expires_at=cast.owner.date_joined.replace(year=2100),
-    )
     key, _ = api_key_create(creator=cast.owner, name="ci", scopes=["admin"], expires_at=None)
     channel = channel_create(
         organization=cast.org,

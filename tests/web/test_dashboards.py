@@ -513,7 +513,9 @@ def test_eleven_mentions_of_ten_endpoints_are_fine(pages, cast, many, clock):
     assert compared(response) == [str(pk) for pk in chosen]
 
 
-@pytest.mark.parametrize("bad", ["not-a-uuid", "1", "<script>", str(uuid.uuid4())])
+@pytest.mark.parametrize(
+    "bad", ["not-a-uuid", "1", "<script>", pytest.param(str(uuid.uuid4()), id="unknown-uuid")]
+)
 def test_compare_with_a_malformed_or_unknown_id_is_404(pages, cast, many, bad):
     response = compare(pages.as_user(cast.owner), [many[0].pk, bad])
 

@@ -19,18 +19,10 @@ NOT_FOUND = "There is nothing here, or nothing you can see."
 
 
 @pytest.fixture
-def acme(cast, make_endpoint, make_user):
+def acme(cast, make_endpoint, make_user, invitation):
     """Acme's things an outsider aims at."""
     endpoint = make_endpoint(cast.project, name="Acme site")
     paused = make_endpoint(cast.project, name="Acme paused", enabled=False)
-    invitation = Invitation.objects.create(
-        organization=cast.org,
-        email="invited@acme.test",
-        role="member",
-        invited_by=cast.owner,
-        token_hash="2" * 64,
-        expires_at=cast.owner.date_joined.replace(year=2100),
-    )
     key, _ = api_key_create(creator=cast.admin, name="acme key", scopes=["admin"], expires_at=None)
     mail_to = {"addresses": ["ops@acme.test"], "to_members": False}
     channel = channel_create(organization=cast.org, name="Acme mail", kind="email", config=mail_to)

@@ -22,18 +22,6 @@ def second(cast):
 
 
 @pytest.fixture
-def invitation(cast):
-    return Invitation.objects.create(
-        organization=cast.org,
-        email="invited@acme.test",
-        role="member",
-        invited_by=cast.owner,
-        token_hash="1" * 64,
-        expires_at=cast.owner.date_joined.replace(year=2100),
-    )
-
-
-@pytest.fixture
 def alerting(cast):
     """A channel and a maintenance window for the whole organization: the member sees them."""
     channel = channel_create(

@@ -6,7 +6,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from accounts.models import Invitation, Organization, Project
+from accounts.models import Organization, Project
 from alerts.services import channel_create
 from apikeys.services import api_key_create
 from monitoring.models import Incident
@@ -226,7 +226,7 @@ def escaped(text):
 
 
 @pytest.fixture
-def hostile(cast, make_endpoint, record_observed):
+def hostile(cast, make_endpoint, record_observed, invitation):
     """Every string a user or a probed server controls, made hostile."""
     Organization.objects.filter(pk=cast.org.pk).update(name=ORG_NAME)
     project = Project.objects.create(organization=cast.org, name=PROJECT_NAME)
@@ -248,14 +248,6 @@ def hostile(cast, make_endpoint, record_observed):
         kind="email",
         config={"addresses": ["ops@acme.test"], "to_members": True},
         endpoints=[endpoint],
-    )
-    Invitation.objects.create(
-        organization=cast.org,
-        email="invited@acme.test",
-        role="member",
-        invited_by=cast.owner,
-        token_hash="3" * 64,
-        expires_at=cast.owner.date_joined.replace(year=2100),
     )
     return endpoint
 
