@@ -3,8 +3,9 @@ chat webhooks and mail. Each names the endpoint, its project, the cause and a li
 the endpoint's page; a resolution also says how long the incident lasted."""
 
 import json
+from collections.abc import Mapping
 from datetime import datetime
-from typing import Any
+from typing import Any, TypedDict
 
 from django.conf import settings
 from django.urls import reverse
@@ -13,12 +14,50 @@ from alerts.models import ChannelKind, NotificationEvent
 from monitoring.models import Endpoint, Incident
 
 
+class IncidentDocument(TypedDict):
+    """The incident in an event document."""
+
+    id: str
+    endpoint: str
+    started_at: str
+    resolved_at: str | None
+    duration_seconds: float | None
+    cause: str
+
+
+class EndpointDocument(TypedDict):
+    """The endpoint in an event document: no target (it may hold credentials)."""
+
+    id: str
+    name: str
+    type: str
+    url: str
+
+
+class ProjectDocument(TypedDict):
+    """The endpoint's project in an event document."""
+
+    id: str
+    name: str
+
+
+class EventDocument(TypedDict):
+    """An event as webhooks receive it and deliveries store it."""
+
+    event: str
+    id: str
+    occurred_at: str
+    incident: IncidentDocument | None
+    endpoint: EndpointDocument | None
+    project: ProjectDocument | None
+
+
 def endpoint_link(endpoint_id: object) -> str:
     """The absolute URL of an endpoint's dashboard page."""
     return settings.WEB_BASE_URL + reverse("endpoint", kwargs={"endpoint_id": endpoint_id})
 
 
-def _incident(incident: Incident) -> dict[str, Any]:
+def _incident(incident: Incident) -> IncidentDocument:
     return {
         "id": str(incident.pk),
         "endpoint": str(incident.endpoint_id),
@@ -37,7 +76,7 @@ def event_document(
     incident: Incident | None,
     endpoint: Endpoint | None,
     project_name: str,
-) -> dict[str, Any]:
+) -> EventDocument:
     """The event as webhooks receive it: `{event, id, occurred_at, incident, endpoint,
     project}` (the endpoint without its target, which may hold credentials)."""
     return {
@@ -59,7 +98,7 @@ def event_document(
     }
 
 
-def encode(document: dict[str, Any]) -> bytes:
+def encode(document: Mapping[str, Any]) -> bytes:
     """The exact bytes sent (and signed): compact, keys in a fixed order."""
     return json.dumps(document, separators=(",", ":"), sort_keys=True).encode()
 
@@ -75,33 +114,41 @@ def duration_text(seconds: float) -> str:
     return " ".join(parts[:2])
 
 
-def headline(document: dict[str, Any]) -> str:
+def _about(document: EventDocument) -> tuple[IncidentDocument, EndpointDocument, ProjectDocument]:
+    """The incident, endpoint and project of an incident event (a test event has none)."""
+    incident, endpoint, project = document["incident"], document["endpoint"], document["project"]
+    if incident is None or endpoint is None or project is None:
+        raise ValueError(f"A {document['event']} event names no incident.")
+    return incident, endpoint, project
+
+
+def headline(document: EventDocument) -> str:
     """One line: what happened to what."""
     if document["event"] == NotificationEvent.TEST:
         return "healthmon test notification: this channel works."
-    endpoint, project = document["endpoint"], document["project"]
+    incident, endpoint, project = _about(document)
     where = f"{endpoint['name']} ({project['name']})"
     if document["event"] == NotificationEvent.OPENED:
         return f"DOWN: {where}"
-    duration = document["incident"]["duration_seconds"] or 0
+    duration = incident["duration_seconds"] or 0
     return f"RECOVERED: {where} after {duration_text(duration)}"
 
 
-def details(document: dict[str, Any]) -> list[str]:
+def details(document: EventDocument) -> list[str]:
     """The lines under the headline."""
     if document["event"] == NotificationEvent.TEST:
         return [f"Sent at {document['occurred_at']}."]
-    incident = document["incident"]
+    incident, endpoint, _ = _about(document)
     lines = [f"Cause: {incident['cause'] or 'unknown'}", f"Since: {incident['started_at']}"]
     if incident["resolved_at"]:
         lines += [
             f"Resolved: {incident['resolved_at']}",
             f"Duration: {duration_text(incident['duration_seconds'] or 0)}",
         ]
-    return [*lines, document["endpoint"]["url"]]
+    return [*lines, endpoint["url"]]
 
 
-def chat_body(kind: str, document: dict[str, Any]) -> dict[str, Any]:
+def chat_body(kind: str, document: EventDocument) -> dict[str, Any]:
     """The JSON a Slack, Teams (Workflows) or Discord incoming webhook takes."""
     title, lines = headline(document), details(document)
     if kind == ChannelKind.SLACK:
@@ -129,11 +176,11 @@ def chat_body(kind: str, document: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def mail_subject(document: dict[str, Any]) -> str:
+def mail_subject(document: EventDocument) -> str:
     """A one-line subject (names cannot break it: mail headers take no newlines)."""
     return " ".join(f"[healthmon] {headline(document)}".split())
 
 
-def mail_body(document: dict[str, Any]) -> str:
+def mail_body(document: EventDocument) -> str:
     """A plain-text body."""
     return "\n".join([headline(document), "", *details(document), ""])

@@ -347,7 +347,7 @@ def _delivery(
     key: uuid.UUID,
     incident: Incident,
     now: datetime,
-    document: dict[str, Any],
+    document: messages.EventDocument,
     suppressed: bool,
 ) -> Delivery:
     next_look: datetime | None = now + HOLD

@@ -52,10 +52,13 @@ class ConfigField(serializers.JSONField):
 class EndpointSerializer(serializers.ModelSerializer[Endpoint]):
     """An endpoint as the API shows and accepts it.
 
-    Each field is parsed here; then the domain's validation (`monitoring.validation`) looks
-    at them together: the target must fit the type, the config is checked against the
-    type's options, and the timeout stays below the interval.
+    Validation looks at the fields together: the target must fit the type, the config is
+    checked against the type's options, and the timeout stays below the interval.
     """
+
+    # Each field is parsed here; the rules across fields are the domain's
+    # (`monitoring.validation.endpoint_validate`), which the endpoint page calls too. The
+    # docstring above is the schema's description of the component: keep it for clients.
 
     project = VisibleProjectField()
     name = NameField()
