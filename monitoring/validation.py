@@ -375,6 +375,7 @@ def endpoint_validate(values: Mapping[str, Any], *, current: Endpoint | None) ->
             check.values["target"] = _target(check, endpoint_type)
     except TargetError as exc:
         check.errors["target"] = [str(exc)]
+        _check_config_alone(check, endpoint_type)
     else:
         _check_config(check, endpoint_type)
     if check.errors:
@@ -408,6 +409,19 @@ def _check_config(check: _Check, endpoint_type: str) -> None:
         return
     try:
         check.values["config"] = validate_config(endpoint_type, _config(check))
+    except TargetError as exc:
+        check.errors["config"] = [str(exc)]
+    except InvalidInput as exc:
+        check.errors.update(exc.nested("config").errors)
+
+
+def _check_config_alone(check: _Check, endpoint_type: str) -> None:
+    """Check a config given beside a bad target, so that one answer names both; its masked
+    secrets cannot be restored without a valid target, and nothing is kept."""
+    if not check.given("config"):
+        return
+    try:
+        validate_config(endpoint_type, check.values["config"])
     except TargetError as exc:
         check.errors["config"] = [str(exc)]
     except InvalidInput as exc:

@@ -110,6 +110,18 @@ def test_bad_fields_are_400s(api, cast, field, value):
     assert Endpoint.objects.count() == 0
 
 
+def test_a_bad_target_and_a_bad_config_are_named_in_one_answer(api, cast):
+    api.as_user(cast.owner)
+    payload = body(
+        cast.project, target="ftp://x", interval_seconds=10, config={"method": "BREW", "typo": 1}
+    )
+
+    problem = assert_problem(api.post(URL, payload), 400, "validation_error")
+
+    assert set(problem["errors"]) == {"target", "config.method", "config.typo"}
+    assert Endpoint.objects.count() == 0
+
+
 def test_read_fields_cannot_be_written(api, cast, make_endpoint):
     endpoint = make_endpoint(cast.project)
     api.as_user(cast.owner)

@@ -48,7 +48,7 @@ def test_a_new_endpoints_fields_are_checked_together():
 
     with pytest.raises(InvalidInput) as refused:
         endpoint_validate({**values, "timeout_seconds": 30}, current=None)
-    assert list(refused.value.errors) == ["timeout_seconds", "target"]
+    assert list(refused.value.errors) == ["timeout_seconds", "target", "config.x"]
 
     with pytest.raises(InvalidInput) as refused:
         endpoint_validate({**values, "target": "HTTPS://example.test/"}, current=None)
