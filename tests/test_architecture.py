@@ -183,3 +183,14 @@ def test_the_tree_as_committed_keeps_every_contract(tree_copy):
     result = lint_imports(tree_copy)
 
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_suites_that_walk_every_model_name_every_app_with_models():
+    from django.apps import apps as registry
+
+    from tests.security.conftest import OUR_APPS
+    from tests.test_admin_walk import APPS
+
+    with_models = {app for app in apps() if list(registry.get_app_config(app).get_models())}
+    assert set(APPS) == with_models
+    assert set(OUR_APPS) == with_models
