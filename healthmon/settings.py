@@ -18,11 +18,16 @@ import environ
 from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-VAR_DIR = BASE_DIR / "var"
 
 env = environ.Env()
 if (BASE_DIR / ".env").is_file():
     environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
+
+# Where the product writes at run time, apart from the database: the filesystem broker of
+# `make run` and the file email backend. The code directory may be read-only in production,
+# so this is configurable; with Redis and SMTP nothing is written at all (beat keeps its
+# schedule in memory, see CELERY_BEAT_SCHEDULER).
+STATE_DIR = Path(env.str("STATE_DIR", default="") or BASE_DIR / "var").resolve()
 
 _DURATION = re.compile(r"^\s*(\d+)\s*([smhd]?)\s*$")
 _UNIT_SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -177,7 +182,8 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATIC_ROOT = BASE_DIR / "staticfiles"
+# collectstatic writes here; point it outside the code directory when that is read-only.
+STATIC_ROOT = Path(env.str("STATIC_ROOT", default="") or BASE_DIR / "staticfiles").resolve()
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {
@@ -336,7 +342,7 @@ if not re.fullmatch(r"\d+/(s|sec|second|m|min|minute|h|hour|d|day)", AUTH_THROTT
 # --- Email ----------------------------------------------------------------------------------
 
 EMAIL_BACKEND = env.str("EMAIL_BACKEND", default="django.core.mail.backends.console.EmailBackend")
-EMAIL_FILE_PATH = env.str("EMAIL_FILE_PATH", default=str(VAR_DIR / "mail"))
+EMAIL_FILE_PATH = env.str("EMAIL_FILE_PATH", default=str(STATE_DIR / "mail"))
 EMAIL_HOST = env.str("EMAIL_HOST", default="localhost")
 EMAIL_PORT = env.int("EMAIL_PORT", default=25)
 EMAIL_HOST_USER = env.str("EMAIL_HOST_USER", default="")
@@ -361,7 +367,10 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # if the broker hands one out again, it stores nothing twice (Celery 6 would cancel them).
 CELERY_BROKER_CONNECTION_MAX_RETRIES = None
 CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = False
-CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
+# Beat keeps its schedule in memory: the dispatcher's state (each endpoint's next slot) lives
+# in the database, so a file of last-run times would add nothing but a path that must be
+# writable (beat died at start without it). A restarted beat runs each entry one period on.
+CELERY_BEAT_SCHEDULER = "celery.beat:Scheduler"
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
@@ -400,7 +409,7 @@ if CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
         "unacked_restore_throttle": 1,
     }
 if CELERY_BROKER_URL.startswith("filesystem://"):
-    _broker_dir = VAR_DIR / "celery-broker"
+    _broker_dir = STATE_DIR / "celery-broker"
     (_broker_dir / "processed").mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(_broker_dir),
