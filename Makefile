@@ -31,13 +31,17 @@ run: $(VENV)/.installed
 	    --loglevel=INFO & \
 	$(BIN)/python manage.py runserver 127.0.0.1:$(PORT)
 
+# The production commands live in the Procfile (the README quotes it, tests/deploy runs it):
+# `make worker` and `make beat` run its lines with this checkout's virtualenv first on PATH.
+procfile = PATH="$(abspath $(BIN)):$$PATH" sh -c "exec $$(sed -n 's/^$(1): //p' Procfile)"
+
 ## worker: a Celery worker on CELERY_BROKER_URL (Redis in production); run as many as needed.
 worker: $(VENV)/.installed
-	$(BIN)/celery -A healthmon worker -Q celery,slow,dispatch --loglevel=INFO
+	$(call procfile,worker)
 
 ## beat: the scheduler that runs the dispatcher every second; run exactly one.
 beat: $(VENV)/.installed
-	$(BIN)/celery -A healthmon beat --loglevel=INFO
+	$(call procfile,beat)
 
 ## test: the whole suite, every tier; what CI runs (PostgreSQL when DATABASE_URL is set, SQLite
 ## otherwise). The tiers beyond test-fast need local Redis and MariaDB, PostgreSQL, Celery
