@@ -1,14 +1,12 @@
 """The deploy test's stack: a fresh clone, a fresh database, a Redis of its own, and the
 Procfile's processes on them, all torn down after the test."""
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.deploy.stack import (
-    NOBODY,
     Deployment,
     fresh_clone,
     fresh_database,
@@ -25,8 +23,6 @@ def deployment(tmp_path: Path) -> Iterator[Deployment]:
             # The one writable place, outside the code, as STATE_DIR says.
             state = clone.parent / "state"
             state.mkdir()
-            if os.geteuid() == 0:
-                os.chown(state, NOBODY, NOBODY)
             env = production_environment(state, database_url, redis_server.url())
             deployed = Deployment(clone, tmp_path, env)
             try:

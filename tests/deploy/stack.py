@@ -26,7 +26,9 @@ from tests.faults.processes import free_port, wait_for
 ROOT = Path(__file__).resolve().parents[2]
 # The worktree's virtualenv supplies the dependencies; the clone supplies the code.
 VENV_BIN = Path(sys.executable).parent
-NOBODY = 65534
+# As root, each process sees the clone through a read-only bind mount of its own mount
+# namespace (root writes through file modes); otherwise the clone's files are made read-only.
+READ_ONLY_MOUNT = 'mount --bind "$0" "$0" && mount -o remount,bind,ro "$0" && '
 
 
 def procfile(path: Path) -> dict[str, str]:
@@ -41,8 +43,7 @@ def procfile(path: Path) -> dict[str, str]:
 
 @contextlib.contextmanager
 def fresh_clone() -> Iterator[Path]:
-    """A `git clone` of this checkout's HEAD that its processes cannot write to: owned by
-    root and run as nobody when the test runs as root, made read-only otherwise."""
+    """A `git clone` of this checkout's HEAD, read-only for its processes (`Deployment`)."""
     parent = Path(tempfile.mkdtemp(prefix="hm_deploy_"))
     try:
         parent.chmod(0o755)
@@ -102,7 +103,7 @@ def production_environment(state: Path, database_url: str, broker_url: str) -> d
 
 class Deployment:
     """The Procfile's processes in the clone, each in a session of its own and logging to a
-    file of the log directory; run as nobody when the test runs as root."""
+    file of the log directory, none able to write to the clone."""
 
     def __init__(self, clone: Path, logs: Path, env: dict[str, str]) -> None:
         self.clone = clone
@@ -112,8 +113,9 @@ class Deployment:
         self.running: dict[str, subprocess.Popen[bytes]] = {}
 
     def _argv(self, line: str) -> list[str]:
-        user = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
-        return [*(user if os.geteuid() == 0 else []), "sh", "-c", line]
+        if os.geteuid() == 0:
+            return ["unshare", "--mount", "sh", "-c", READ_ONLY_MOUNT + line, str(self.clone)]
+        return ["sh", "-c", line]
 
     def run(self, name: str, timeout: float = 120) -> str:
         """Run a one-off Procfile line (release) to its end; returns its output."""
