@@ -119,8 +119,13 @@ class Deployment:
 
     def run(self, name: str, timeout: float = 120) -> str:
         """Run a one-off Procfile line (release) to its end; returns its output."""
-        result = subprocess.run(  # noqa: S603 - the Procfile's own line
-            self._argv(self.commands[name]),
+        return self.shell(self.commands[name], timeout)
+
+    def shell(self, line: str, timeout: float = 120) -> str:
+        """Run a command line as the Procfile's are run; returns its output. Fails unless
+        it succeeds."""
+        result = subprocess.run(  # noqa: S603 - our own command lines
+            self._argv(line),
             cwd=self.clone,
             env=self.env,
             capture_output=True,
@@ -128,7 +133,7 @@ class Deployment:
             timeout=timeout,
             check=False,
         )
-        assert result.returncode == 0, f"{name} failed:\n{result.stdout}\n{result.stderr}"
+        assert result.returncode == 0, f"{line} failed:\n{result.stdout}\n{result.stderr}"
         return result.stdout
 
     def start(self, name: str) -> int:

@@ -9,6 +9,7 @@ import json
 import time
 from collections.abc import Iterator
 from datetime import datetime, timedelta
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -52,6 +53,10 @@ def slots(deployment: Deployment, endpoint_id: str) -> list[datetime]:
 
 def start(deployment: Deployment) -> Api:
     """The release step, then web, worker and beat, each waited for."""
+    # The processes run the clone's code and cannot write to it.
+    imported = deployment.shell("python -c 'import healthmon; print(healthmon.__file__)'")
+    assert Path(imported.strip()).is_relative_to(deployment.clone)
+    assert "read-only" in deployment.shell("touch Procfile 2>&1 || echo read-only")
     deployment.run("release")
     for name in ("web", "worker", "beat"):
         deployment.start(name)
