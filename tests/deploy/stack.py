@@ -27,8 +27,9 @@ ROOT = Path(__file__).resolve().parents[2]
 # The worktree's virtualenv supplies the dependencies; the clone supplies the code.
 VENV_BIN = Path(sys.executable).parent
 # As root, each process sees the clone through a read-only bind mount of its own mount
-# namespace (root writes through file modes); otherwise the clone's files are made read-only.
-READ_ONLY_MOUNT = 'mount --bind "$0" "$0" && mount -o remount,bind,ro "$0" && '
+# namespace (root writes through file modes), entered again so that the working directory
+# is on it too; otherwise the clone's files are made read-only.
+READ_ONLY_MOUNT = 'mount --bind "$0" "$0" && mount -o remount,bind,ro "$0" && cd "$0" && '
 
 
 def procfile(path: Path) -> dict[str, str]:
