@@ -72,7 +72,7 @@ def test_the_readme_deployment_checks_alerts_and_survives_a_killed_worker(
 ):
     api = start(deployment)
     time.sleep(2)  # beat and web die at once when a path they write is missing
-    assert all(deployment.alive(name) for name in ("web", "worker", "beat"))
+    assert [name for name in ("web", "worker", "beat") if not deployment.alive(name)] == []
 
     account = api.post(
         "/api/v1/auth/register",
