@@ -20,6 +20,7 @@ from typing import Any
 
 import psycopg
 from cryptography.fernet import Fernet
+from psycopg import sql
 
 from tests.faults.processes import free_port, wait_for
 
@@ -68,15 +69,20 @@ def fresh_clone() -> Iterator[Path]:
 @contextlib.contextmanager
 def fresh_database() -> Iterator[str]:
     """A new, empty PostgreSQL database (hm_deploy_*) as a DATABASE_URL; dropped after."""
-    server = os.environ.get("DEPLOY_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/postgres")
+    # The server of the suite's DATABASE_URL when that is PostgreSQL, else the local one.
+    suite = os.environ.get("DATABASE_URL", "")
+    server = "postgres://postgres@127.0.0.1:5432/postgres"
+    if suite.startswith(("postgres://", "postgresql://")):
+        server = suite.rsplit("/", 1)[0] + "/postgres"
     name = f"hm_deploy_{secrets.token_hex(4)}"
     with psycopg.connect(server, autocommit=True) as connection:
-        connection.execute(f"CREATE DATABASE {name}")  # type: ignore[arg-type]
+        connection.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
     try:
         yield server.rsplit("/", 1)[0] + f"/{name}"
     finally:
         with psycopg.connect(server, autocommit=True) as connection:
-            connection.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")  # type: ignore[arg-type]
+            drop = sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)")
+            connection.execute(drop.format(sql.Identifier(name)))
 
 
 def production_environment(state: Path, database_url: str, broker_url: str) -> dict[str, str]:
