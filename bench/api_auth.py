@@ -82,8 +82,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--workers", type=int, default=2, help="gunicorn sync workers")
     parser.add_argument("--cache-url", default="", help="CACHE_URL (default: local memory)")
     parser.add_argument("--quick", action="store_true", help="smoke run: 1 s per route, no warm-up")
+    parser.add_argument("--smoke", action="store_true", help="a run of a few seconds: does it work")
     args = parser.parse_args()
-    if args.quick:
+    if args.quick or args.smoke:
         args.duration, args.warmup, args.endpoints = 1, 0, 5
     return args
 

@@ -122,8 +122,13 @@ def parse_args() -> argparse.Namespace:
         help="phases of 15 s (capacity 10 s, warm-up 5 s); the tenants with one day of raw "
         "checks, the big org with 2 h of them and 2 days of 5-minute rows",
     )
+    parser.add_argument("--smoke", action="store_true", help="a run of a few seconds: does it work")
     args = parser.parse_args()
-    if args.quick:
+    if args.smoke:
+        args.duration, args.capacity, args.warmup, args.retries = 2, 2, 1, 0
+        args.big_raw_hours, args.big_5m_days, args.raw_days = 1, 1, 1
+        args.users, args.big_users, args.loads = 2, 1, [0.25]
+    elif args.quick:
         args.duration, args.capacity, args.warmup = 15, 10, 5
         args.big_raw_hours, args.big_5m_days, args.raw_days = 2, 2, 1
     return args
