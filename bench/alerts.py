@@ -292,8 +292,10 @@ def measure_ingest_again(ingest: Ingest, runs: int) -> None:
 
 
 def benchmark(args: argparse.Namespace) -> None:
-    runs = 5 if args.quick else args.runs
-    attempts = 200 if args.quick else args.attempts
+    runs = 1 if args.smoke else 5 if args.quick else args.runs
+    attempts = 20 if args.smoke else 200 if args.quick else args.attempts
+    if args.smoke:
+        args.endpoints = 10
     if CPUS > 1:
         pin(0, MEASURED_CPU)
     print(f"CPUs: {CPUS}; load average {load_average()}")
@@ -325,6 +327,7 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=20, help="runs of each batch, sweep, report")
     parser.add_argument("--attempts", type=int, default=1000, help="delivery attempts per case")
     parser.add_argument("--quick", action="store_true", help="5 runs, 200 attempts")
+    parser.add_argument("--smoke", action="store_true", help="a run of a few seconds: does it work")
     return run_benchmark(benchmark, parser.parse_args())
 
 

@@ -92,6 +92,7 @@ def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scale", type=float, default=1.0, help="1.0: 10,000 endpoints")
     parser.add_argument("--quick", action="store_true", help="--scale 0.1, fewer repetitions")
+    parser.add_argument("--smoke", action="store_true", help="a run of a few seconds: does it work")
     parser.add_argument("--reps", type=int, default=100, help="per endpoint/project metric")
     parser.add_argument("--org-reps", type=int, default=20, help="per 1,000-endpoint tenant")
     parser.add_argument("--all-reps", type=int, default=5, help="for the all-in-one org")
@@ -109,7 +110,10 @@ def parse_args() -> argparse.Namespace:
     # Internal: run as one ingest process.
     parser.add_argument("--as-ingester", metavar="FILE", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.quick:
+    if args.smoke:
+        args.scale, args.reps, args.org_reps, args.all_reps = 0.002, 2, 1, 1
+        args.api_reps, args.raw_budget, args.ingest_results = 2, 2.0, 1_000
+    elif args.quick:
         args.scale, args.reps, args.org_reps, args.all_reps = 0.1, 50, 10, 3
         args.api_reps, args.raw_budget, args.ingest_results = 50, 15.0, 40_000
     return args

@@ -41,8 +41,11 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--runs", type=int, default=200, help="measured renders per chart")
     parser.add_argument("--warmup", type=int, default=10, help="renders before measuring")
     parser.add_argument("--quick", action="store_true", help="50 runs")
+    parser.add_argument("--smoke", action="store_true", help="a run of a few seconds: does it work")
     args = parser.parse_args()
-    if args.quick:
+    if args.smoke:
+        args.runs, args.warmup = 3, 1
+    elif args.quick:
         args.runs = 50
     return args
 

@@ -132,8 +132,8 @@ def _timed(
 
 
 def benchmark(args: argparse.Namespace) -> None:
-    endpoints = 20 if args.quick else args.endpoints
-    runs = 10 if args.quick else args.runs
+    endpoints = 3 if args.smoke else 20 if args.quick else args.endpoints
+    runs = 2 if args.smoke else 10 if args.quick else args.runs
     with throwaway_database("healthmon_dash") as url:
         app_environment(url, ALLOWED_HOSTS="testserver")
         migrate()
@@ -173,6 +173,7 @@ def main() -> int:
     parser.add_argument("--endpoints", type=int, default=100)
     parser.add_argument("--runs", type=int, default=30)
     parser.add_argument("--quick", action="store_true", help="20 endpoints, 10 runs")
+    parser.add_argument("--smoke", action="store_true", help="a run of a few seconds: does it work")
     return run_benchmark(benchmark, parser.parse_args())
 
 

@@ -45,6 +45,7 @@ HANG_EVERY = 10  # every tenth probe: 10% of the targets
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer probes (about a third)")
+    parser.add_argument("--smoke", action="store_true", help="a run of a few seconds: does it work")
     parser.add_argument("--healthy", type=int, default=3600, help="healthy probes, batch mode")
     parser.add_argument(
         "--healthy-long", type=int, default=18_000, help="healthy probes, one-batch mode"
@@ -69,7 +70,10 @@ def parse_args() -> argparse.Namespace:
         help="cyclic garbage collector: as a worker (freeze, the default), untouched or off",
     )
     args = parser.parse_args()
-    if args.quick:
+    if args.smoke:
+        args.healthy, args.healthy_long, args.timeout = 200, 400, 0.5
+        args.threads, args.long_concurrency = "4", "200"
+    elif args.quick:
         args.healthy //= 3
         args.healthy_long //= 3
     return args

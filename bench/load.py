@@ -34,6 +34,7 @@ deleted at the end, also on an error or Ctrl-C. Needs PostgreSQL on 127.0.0.1:54
 postgres, trust auth) and Redis on 127.0.0.1:6379 (or `--cache-url locmemcache://`).
 
     .venv/bin/python bench/load.py [--quick] [--users 16] [--duration 60] [--loads 0.25,0.5]
+    .venv/bin/python bench/load.py --smoke   # seconds of load, tenants only (no big org)
 """
 
 import argparse
@@ -122,8 +123,13 @@ def parse_args() -> argparse.Namespace:
         help="phases of 15 s (capacity 10 s, warm-up 5 s); the tenants with one day of raw "
         "checks, the big org with 2 h of them and 2 days of 5-minute rows",
     )
+    parser.add_argument("--smoke", action="store_true", help="a run of a few seconds: does it work")
     args = parser.parse_args()
-    if args.quick:
+    if args.smoke:
+        args.duration, args.capacity, args.warmup, args.retries = 2, 2, 1, 0
+        args.big_raw_hours, args.big_5m_days, args.raw_days = 1, 1, 1
+        args.users, args.big_users, args.loads = 2, 1, [0.25]
+    elif args.quick:
         args.duration, args.capacity, args.warmup = 15, 10, 5
         args.big_raw_hours, args.big_5m_days, args.raw_days = 2, 2, 1
     return args
@@ -360,18 +366,26 @@ def benchmark(args: argparse.Namespace) -> None:
                 )
 
             before = {load: paced("before", tenants, load) for load in args.loads}
-            progress.say(f"adding an organization of {BIG_ENDPOINTS:,} endpoints")
-            create_cohort(1, ["Big org"], BIG_ENDPOINTS, BIG_PROJECTS, end, PASSWORD)
-            write_big(url, end, args.big_raw_hours, args.big_5m_days, histogram.FIELDS, progress)
-            settle(url, progress)
-            sizes = table_sizes(url)
-            big = users(organizations(big=True), args.big_users, first=len(tenants))
-            asyncio.run(lc.sign_in_all(base, big))
-            checks.append(asyncio.run(lc.data_check(base, big[0])))
-            everyone = tenants + big
-            phase(args, "warm-up", base, everyone, args.warmup, None, meter, retries=0)
-            data = {load: paced("big org data", tenants, load) for load in args.loads}
-            loaded = {load: paced("big org data + load", everyone, load) for load in args.loads}
+            data: dict[float, lc.Result] = {}
+            loaded: dict[float, lc.Result] = {}
+            if args.smoke:  # the big organization's data alone takes over a minute to write
+                progress.say("smoke run: no big organization, no isolation figures")
+                sizes = table_sizes(url)
+            else:
+                progress.say(f"adding an organization of {BIG_ENDPOINTS:,} endpoints")
+                create_cohort(1, ["Big org"], BIG_ENDPOINTS, BIG_PROJECTS, end, PASSWORD)
+                write_big(
+                    url, end, args.big_raw_hours, args.big_5m_days, histogram.FIELDS, progress
+                )
+                settle(url, progress)
+                sizes = table_sizes(url)
+                big = users(organizations(big=True), args.big_users, first=len(tenants))
+                asyncio.run(lc.sign_in_all(base, big))
+                checks.append(asyncio.run(lc.data_check(base, big[0])))
+                everyone = tenants + big
+                phase(args, "warm-up", base, everyone, args.warmup, None, meter, retries=0)
+                data = {load: paced("big org data", tenants, load) for load in args.loads}
+                loaded = {load: paced("big org data + load", everyone, load) for load in args.loads}
             connection.close()
             results = [capacity, *before.values(), *data.values(), *loaded.values()]
             server.attach(results)
@@ -395,7 +409,7 @@ def benchmark(args: argparse.Namespace) -> None:
         for result in results:
             print_phase(result)
         print_goals(results)
-        for load in args.loads:
+        for load in data:
             print_isolation(before[load], data[load], loaded[load])
     print(f"\ntotal run time {time.perf_counter() - began:.0f} s")
 

@@ -119,6 +119,7 @@ def run_naive_worker(concurrency: int, queue: str) -> None:
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a quarter of every count")
+    parser.add_argument("--smoke", action="store_true", help="a run of a few seconds: does it work")
     parser.add_argument("--probes", type=int, default=20_000, help="engine and bare-loop probes")
     parser.add_argument("--batch", type=int, default=200, help="probes per asyncio.run batch")
     parser.add_argument("--concurrency", type=int, default=500, help="run_batch concurrency")
@@ -140,7 +141,10 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--skip-naive", action="store_true")
     parser.add_argument("--naive-worker", metavar="QUEUE", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.quick:
+    if args.smoke:
+        args.probes, args.endpoints, args.naive_tasks, args.rounds = 400, 100, 100, 2
+        args.repeat = 1
+    elif args.quick:
         args.probes //= 4
         args.endpoints //= 4
         args.naive_tasks //= 4

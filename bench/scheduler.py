@@ -66,6 +66,7 @@ EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="2,000 endpoints for 35 s")
+    parser.add_argument("--smoke", action="store_true", help="a run of a few seconds: does it work")
     parser.add_argument("--endpoints", type=int, default=10_000)
     parser.add_argument("--duration", type=float, default=90, help="seconds of ticks")
     parser.add_argument("--tick", type=float, default=1.0, help="seconds between dispatches")
@@ -81,7 +82,10 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--as-second", metavar="FILE", help=argparse.SUPPRESS)
     parser.add_argument("--start", type=float, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.quick:
+    if args.smoke:
+        args.endpoints, args.duration = 200, 6
+        args.second_from, args.second_to = 2, 4
+    elif args.quick:
         args.endpoints, args.duration = 2000, 35
         args.second_from, args.second_to = 10, 25
     return args

@@ -2,10 +2,8 @@
 
 import asyncio
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
-from urllib.parse import parse_qsl, unquote, urlsplit
 
 from monitoring.probes.base import (
     MAX_DETAIL_LENGTH,
@@ -17,10 +15,7 @@ from monitoring.probes.base import (
     describe_error,
 )
 from monitoring.probes.registry import get_probe
-from monitoring.targets import MASK, is_secret_name
-
-# Schemes whose lone user name is an account name, not a token.
-_ACCOUNT_SCHEMES = frozenset({"postgresql", "postgres", "mysql", "mariadb"})
+from monitoring.probes.secrets import scrub, secrets_of
 
 
 async def run_probe(task: ProbeTask, context: ProbeContext) -> ProbeResult:
@@ -38,10 +33,8 @@ async def run_probe(task: ProbeTask, context: ProbeContext) -> ProbeResult:
     except Exception as exc:
         error = describe_error(exc)
     elapsed_ms = round((time.perf_counter() - started) * 1000, 2)
-    try:
-        secrets = secrets_of(task)
-    except ValueError:  # a target urllib cannot split has no secret it could find either
-        secrets = []
+    # The one place a probe's texts are scrubbed: everything stored or shown comes from here.
+    secrets = secrets_of(task)
     return ProbeResult(
         ok=not error,
         response_time_ms=elapsed_ms,
@@ -50,36 +43,6 @@ async def run_probe(task: ProbeTask, context: ProbeContext) -> ProbeResult:
         detected_type=detected,
         started_at=started_at,
     )
-
-
-def secrets_of(task: ProbeTask) -> list[str]:
-    """Secret values a message could echo: the target's password and secret options."""
-    found: list[str] = []
-    if "://" in task.target:
-        parts = urlsplit(task.target)
-        found += [unquote(parts.password or ""), parts.password or ""]
-        if parts.username and parts.password is None and parts.scheme not in _ACCOUNT_SCHEMES:
-            found.append(unquote(parts.username))  # a token used as a user name
-        found += [v for k, v in parse_qsl(parts.query) if is_secret_name(k)]
-    found += list(_config_secrets(task.config))
-    return sorted({s for s in found if len(s) >= 3}, key=len, reverse=True)
-
-
-def _config_secrets(config: Any) -> Iterable[str]:
-    if isinstance(config, dict):
-        for key, value in config.items():
-            if isinstance(value, str) and is_secret_name(key):
-                yield value
-                yield from value.split()  # "Bearer <token>": the token alone too
-            else:
-                yield from _config_secrets(value)
-
-
-def scrub(text: str, secrets: Sequence[str]) -> str:
-    """The text with every secret value replaced by the mask, on one line."""
-    for secret in secrets:
-        text = text.replace(secret, MASK)
-    return " ".join(text.split())
 
 
 async def run_batch(tasks: Sequence[ProbeTask], concurrency: int) -> list[ProbeResult]:

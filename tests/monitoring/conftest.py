@@ -10,6 +10,7 @@ from typing import Protocol, TypeVar
 import pytest
 
 from tests.monitoring.peers import (
+    ECHO_AUTHORIZATION,
     GRPC_NAMED_SERVICE,
     ClosedPort,
     ElasticsearchPeer,
@@ -101,6 +102,18 @@ def websocket_peer() -> Iterator[WebSocketPeer]:
 def websocket_wrong_peer() -> Iterator[WebSocketPeer]:
     """Answers every message with the same wrong text."""
     yield from _serve(WebSocketPeer(reply="something else"))
+
+
+@pytest.fixture(scope="session")
+def websocket_auth_echo_peer() -> Iterator[WebSocketPeer]:
+    """Answers every message with the `Authorization` header of its handshake."""
+    yield from _serve(WebSocketPeer(reply=ECHO_AUTHORIZATION))
+
+
+@pytest.fixture(scope="session")
+def websocket_auth_accept_peer() -> Iterator[WebSocketPeer]:
+    """Answers the handshake with its `Authorization` header as `Sec-WebSocket-Accept`."""
+    yield from _serve(WebSocketPeer(bad_accept=True))
 
 
 @pytest.fixture(scope="session")

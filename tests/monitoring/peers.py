@@ -28,6 +28,7 @@ from cryptography.x509.oid import NameOID
 from graphql import build_schema, graphql_sync
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from websockets.exceptions import ConnectionClosed
+from websockets.http11 import Request, Response
 from websockets.sync.server import ServerConnection, serve
 
 HOST = "127.0.0.1"
@@ -41,6 +42,8 @@ GRPC_NAMED_SERVICE = "hm.Checkout"
 SLOW_SECONDS = 30.0
 # Handlers give up on a silent client after this long, so `stop()` never waits forever.
 HANDLER_TIMEOUT = 10.0
+# Peers given this as their answer quote the `Authorization` header they received instead.
+ECHO_AUTHORIZATION = "<the Authorization header received>"
 
 
 class _Server(socketserver.ThreadingMixIn, socketserver.TCPServer):
@@ -213,6 +216,10 @@ class _HTTPHandler(_Handler):
             self.send(200, "ok but slow")
         elif url.path == "/echo-headers":
             self.send_json(200, {name.lower(): value for name, value in self.headers.items()})
+        elif url.path == "/redirect-quoting-auth":
+            # a Location no client can follow, quoting the credentials as a careless proxy might
+            location = f"http://[{self.headers.get('Authorization', '')}/"
+            self.send(302, "redirecting", headers={"Location": location})
         else:
             self.send(404, "not found")
 
@@ -220,7 +227,8 @@ class _HTTPHandler(_Handler):
 class HTTPPeer(Peer):
     """`/health` (and `/`): 200 "ok healthy"; `/status/<code>`; `/redirect?to=<url>`: 302;
     `/redirect-n/<n>`: n redirects ending at /health; `/slow`: no answer for 30 s;
-    `/echo-headers`: the request headers as JSON, names lowercased.
+    `/echo-headers`: the request headers as JSON, names lowercased;
+    `/redirect-quoting-auth`: 302 to an invalid URL quoting the `Authorization` header.
     """
 
     handler = _HTTPHandler
@@ -269,6 +277,8 @@ _SCHEMA = build_schema(
       broken: String
       "The value of a request header; an error when the request lacks it."
       header(name: String!): String
+      "Always fails, quoting the Authorization header received, as a careless server does."
+      denied: String
     }
     """
 )
@@ -286,10 +296,14 @@ class _Root:
             raise LookupError(f"no {name} header")
         return value
 
+    def denied(self, info: Any) -> str:
+        auth, path = info.context.get("authorization"), info.context[":path"]
+        raise PermissionError(f"access denied to {path}: auth={auth}")
+
 
 class _GraphQLHandler(_Handler):
     def route(self) -> None:
-        match = re.fullmatch(r"/graphql(?:-(\d{3}))?", urlsplit(self.path).path)
+        match = re.fullmatch(r"/graphql(?:-(\d{3}|denied))?", urlsplit(self.path).path)
         if match is None:
             self.send_json(404, {"errors": [{"message": "not found"}]})
             return
@@ -298,7 +312,7 @@ class _GraphQLHandler(_Handler):
             return
         try:
             request = json.loads(self.read_body())
-            query = request["query"]
+            query = "{ denied }" if match[1] == "denied" else request["query"]
         except (ValueError, KeyError, TypeError):
             self.send_json(400, {"errors": [{"message": "expected a JSON body with a query"}]})
             return
@@ -306,19 +320,25 @@ class _GraphQLHandler(_Handler):
             _SCHEMA,
             query,
             root_value=_Root(),
-            context_value={name.lower(): value for name, value in self.headers.items()},
+            context_value={
+                ":path": self.path,
+                **{name.lower(): value for name, value in self.headers.items()},
+            },
             variable_values=request.get("variables"),
             operation_name=request.get("operationName"),
         )
-        self.send_json(int(match[1] or 200), result.formatted)
+        status = int(match[1]) if match[1] and match[1].isdigit() else 200
+        self.send_json(status, result.formatted)
 
 
 class GraphQLPeer(Peer):
     """POST /graphql {"query": ...} → 200 {"data": ...} plus "errors" when a field fails.
 
-    The schema is `Query { status, broken, header(name) }`: `broken` always raises, `header`
-    raises unless the request carries that header. `/graphql-<code>` answers the same with
-    that HTTP status.
+    The schema is `Query { status, broken, header(name), denied }`: `broken` always raises,
+    `header` raises unless the request carries that header, `denied` raises quoting the
+    request's path and query and the `Authorization` header it received. `/graphql-<code>`
+    answers the same with that HTTP status; `/graphql-denied` answers every query as
+    `{ denied }`.
     """
 
     handler = _GraphQLHandler
@@ -358,6 +378,9 @@ class _ElasticsearchHandler(_Handler):
         path = urlsplit(self.path).path
         if path == "/":
             self.send_json(200, _ES_ROOT, headers)
+        elif path == "/_cluster/health" and self.server.peer.status == ECHO_AUTHORIZATION:
+            health = {**cluster_health("green"), "status": self.headers.get("Authorization")}
+            self.send_json(200, health, headers)
         elif path == "/_cluster/health":
             self.send_json(200, cluster_health(self.server.peer.status), headers)
         else:
@@ -387,7 +410,8 @@ def cluster_health(status: str) -> dict[str, Any]:
 
 
 class ElasticsearchPeer(Peer):
-    """`GET /` and `GET /_cluster/health` as Elasticsearch 8 answers them; set `status`."""
+    """`GET /` and `GET /_cluster/health` as Elasticsearch 8 answers them; set `status`
+    (`ECHO_AUTHORIZATION`: a status quoting the `Authorization` header received)."""
 
     handler = _ElasticsearchHandler
 
@@ -501,14 +525,18 @@ class GRPCHealthPeer:
 
 
 class WebSocketPeer:
-    """A real WebSocket server: echoes each message, or answers `reply` when given.
+    """A real WebSocket server: echoes each message, or answers `reply` when given
+    (`ECHO_AUTHORIZATION`: the handshake's `Authorization` header). With `bad_accept`, the
+    handshake answer's `Sec-WebSocket-Accept` is that header instead, which clients refuse.
 
     Protocol pings are answered with pongs by the library, as every server does.
     """
 
-    def __init__(self, reply: str | None = None) -> None:
+    def __init__(self, reply: str | None = None, bad_accept: bool = False) -> None:
         self.reply = reply
-        self.server = serve(self._handle, HOST, 0)
+        self.server = serve(
+            self._handle, HOST, 0, process_response=self._quote_auth if bad_accept else None
+        )
         self.port: int = self.server.socket.getsockname()[1]
         self._thread = threading.Thread(
             target=self.server.serve_forever, name=f"WebSocketPeer:{self.port}"
@@ -518,9 +546,17 @@ class WebSocketPeer:
     def _handle(self, connection: ServerConnection) -> None:
         try:
             for message in connection:
-                connection.send(message if self.reply is None else self.reply)
+                reply = message if self.reply is None else self.reply
+                if reply == ECHO_AUTHORIZATION:
+                    assert connection.request is not None  # after the handshake
+                    reply = connection.request.headers.get("Authorization", "")
+                connection.send(reply)
         except ConnectionClosed:
             pass
+
+    def _quote_auth(self, _: ServerConnection, request: Request, response: Response) -> None:
+        del response.headers["Sec-WebSocket-Accept"]
+        response.headers["Sec-WebSocket-Accept"] = request.headers.get("Authorization", "")
 
     def url(self, path: str = "/") -> str:
         return f"ws://{HOST}:{self.port}{path}"
