@@ -65,6 +65,7 @@ HTTP_DURATION = Histogram(
 QUEUES = ("celery", "slow", "dispatch")
 EXPOSITION_CONTENT_TYPE = CONTENT_TYPE_LATEST
 _GROUP = re.compile(r"\(\?P<(\w+)>[^)]*\)")
+METHODS = {"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"}  # any other: "other"
 UNMATCHED = "unmatched"  # a 404 outside every route: one label, not one per URL tried
 
 
@@ -108,7 +109,8 @@ class MetricsMiddleware:
         started = time.perf_counter()
         response = self.get_response(request)
         route = route_of(request)
-        HTTP_REQUESTS.labels(method=request.method, route=route, status=response.status_code).inc()
+        method = request.method if request.method in METHODS else "other"
+        HTTP_REQUESTS.labels(method=method, route=route, status=response.status_code).inc()
         HTTP_DURATION.labels(route=route).observe(time.perf_counter() - started)
         return response
 

@@ -151,3 +151,12 @@ def test_metrics_name_routes_by_template_not_by_url(client, cast, api):
     assert str(cast.project.pk) not in text
     assert "1234" not in text
     assert 'route="unmatched",status="404"' in text
+
+
+@pytest.mark.django_db
+def test_metrics_keep_made_up_methods_out_of_their_labels(client):
+    client.generic("BREW", "/healthz")
+    text = client.get("/metrics").content.decode()
+
+    assert "BREW" not in text
+    assert 'method="other",route="healthz"' in text
