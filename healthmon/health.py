@@ -51,7 +51,9 @@ def broker_ready() -> str | None:
     """The broker accepts a connection."""
     try:
         with _broker() as broker:
-            broker.ensure_connection(max_retries=1, interval_start=0, timeout=BROKER_TIMEOUT_SECONDS)
+            broker.ensure_connection(
+                max_retries=1, interval_start=0, timeout=BROKER_TIMEOUT_SECONDS
+            )
     except Exception as exc:  # kombu raises the transport's own errors
         return f"unreachable ({type(exc).__name__})"
     return None
@@ -62,7 +64,9 @@ def queue_depths() -> dict[str, int]:
     depths: dict[str, int] = {}
     try:
         with _broker() as broker:
-            broker.ensure_connection(max_retries=1, interval_start=0, timeout=BROKER_TIMEOUT_SECONDS)
+            broker.ensure_connection(
+                max_retries=1, interval_start=0, timeout=BROKER_TIMEOUT_SECONDS
+            )
             channel = broker.default_channel
             for queue in metrics.QUEUES:
                 try:

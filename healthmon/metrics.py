@@ -15,6 +15,7 @@ from typing import Any
 
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
+from django.urls import Resolver404, resolve
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
     CollectorRegistry,
@@ -90,7 +91,12 @@ def delivery_observed(*, outcome: str) -> None:
 def route_of(request: HttpRequest) -> str:
     """The route template that served the request (`api/v1/endpoints/<pk>`), never its URL."""
     match = getattr(request, "resolver_match", None)
-    if match is None or not match.route:
+    if match is None:  # answered before the URL was resolved (an HTTPS redirect) or a 404
+        try:
+            match = resolve(request.path_info)
+        except Resolver404:
+            return UNMATCHED
+    if not match.route:
         return UNMATCHED
     # DRF's router writes regexes: show `(?P<pk>[^/.]+)` as `<pk>`, drop the anchors.
     route = str(match.route).replace("^", "").replace("$", "")

@@ -160,3 +160,12 @@ def test_metrics_keep_made_up_methods_out_of_their_labels(client):
 
     assert "BREW" not in text
     assert 'method="other",route="healthz"' in text
+
+
+@pytest.mark.django_db
+def test_metrics_name_the_route_of_a_request_redirected_to_https(settings, client):
+    settings.SECURE_SSL_REDIRECT = True
+    assert client.get("/api/v1/projects").status_code == 301
+    text = client.get("/metrics", secure=True).content.decode()
+
+    assert 'method="GET",route="api/v1/projects",status="301"' in text
