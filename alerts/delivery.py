@@ -18,6 +18,7 @@ import uuid
 from collections import defaultdict
 from collections.abc import Sequence
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any
 
 from django.conf import settings
@@ -40,6 +41,7 @@ from alerts.models import (
     NotificationEvent,
 )
 from alerts.transport import MAX_ERROR_LENGTH, Sent, post_json
+from healthmon import metrics
 from healthmon.queue import enqueue
 from monitoring.models import Endpoint, Incident
 
@@ -253,8 +255,12 @@ def _record(delivery: Delivery, sent: Sent, at: datetime) -> str:
         changes = {"next_attempt_at": timezone.now() + wait}
     changes["last_error"] = sent.error[:MAX_ERROR_LENGTH]
     # Only a delivery still pending moves: a duplicate task that finished first wins.
-    Delivery.objects.filter(pk=delivery.pk, status=DeliveryStatus.PENDING).update(**changes)
-    return str(changes.get("status", DeliveryStatus.PENDING))
+    moved = Delivery.objects.filter(pk=delivery.pk, status=DeliveryStatus.PENDING).update(**changes)
+    status = str(changes.get("status", DeliveryStatus.PENDING))
+    if moved:
+        outcome = "retry" if status == DeliveryStatus.PENDING else status
+        transaction.on_commit(partial(metrics.delivery_observed, outcome=outcome), robust=True)
+    return status
 
 
 def _backoff(attempt: int, base: float, cap: float = 3600.0) -> timedelta:

@@ -9,7 +9,9 @@ import base64
 import binascii
 import hashlib
 import ipaddress
+import os
 import re
+import tempfile
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -96,6 +98,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First, so that it times and counts every answer, redirects and refusals included.
+    "healthmon.metrics.MetricsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -213,7 +217,7 @@ SECURE_HSTS_PRELOAD = not DEBUG and _bool("SECURE_HSTS_PRELOAD", True)
 # Plain HTTP is redirected to HTTPS when not DEBUG, except the load balancer's health check.
 # Behind a TLS-terminating proxy, set SECURE_PROXY_SSL_HEADER so requests read as secure.
 SECURE_SSL_REDIRECT = not DEBUG and _bool("SECURE_SSL_REDIRECT", True)
-SECURE_REDIRECT_EXEMPT = [r"^api/v1/health$"]
+SECURE_REDIRECT_EXEMPT = [r"^api/v1/health$", r"^healthz$", r"^readyz$"]
 # Content-Security-Policy: no inline script and nothing from other origins on any page. The
 # admin's widgets set a few inline style attributes, hence 'unsafe-inline' for styles only.
 CONTENT_SECURITY_POLICY = {
@@ -338,6 +342,31 @@ if NUM_PROXIES < 0:
 AUTH_THROTTLE_RATE = env.str("AUTH_THROTTLE_RATE", default="20/minute")
 if not re.fullmatch(r"\d+/(s|sec|second|m|min|minute|h|hour|d|day)", AUTH_THROTTLE_RATE):
     raise ImproperlyConfigured("AUTH_THROTTLE_RATE must look like 20/minute (s, m, h or d).")
+
+# --- Operations: /healthz, /readyz, /metrics -----------------------------------------------
+
+METRICS_ENABLED = _bool("METRICS_ENABLED", True)
+# When set, /metrics wants `Authorization: Bearer <METRICS_TOKEN>`.
+METRICS_TOKEN = env.str("METRICS_TOKEN", default="")
+# prometheus-client's multiprocess mode: every process of this checkout (web, workers, beat)
+# writes its samples here and /metrics sums them, so they must share it. The default, under
+# the system's temporary directory (writable even when the code directory is not), is keyed
+# by user and checkout; it is made at start, as is a configured one.
+_metrics_key = hashlib.sha256(str(BASE_DIR).encode()).hexdigest()[:12]
+PROMETHEUS_MULTIPROC_DIR = Path(
+    env.str("PROMETHEUS_MULTIPROC_DIR", default="")
+    or Path(tempfile.gettempdir()) / f"healthmon-metrics-{os.getuid()}-{_metrics_key}"
+)
+try:
+    PROMETHEUS_MULTIPROC_DIR.mkdir(parents=True, exist_ok=True)
+except OSError as exc:
+    raise ImproperlyConfigured(
+        f"PROMETHEUS_MULTIPROC_DIR={str(PROMETHEUS_MULTIPROC_DIR)!r} cannot be made: {exc}"
+    ) from exc
+# prometheus-client reads the variable itself, when it is first imported (after settings).
+os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(PROMETHEUS_MULTIPROC_DIR)
+# The dispatcher runs every second: silent this long, /readyz reports it (API-CONTRACT.md).
+DISPATCHER_SILENCE_SECONDS = 60
 
 # --- Email ----------------------------------------------------------------------------------
 

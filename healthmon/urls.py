@@ -8,6 +8,7 @@ from drf_spectacular.views import (
     SpectacularSwaggerSplitView,
 )
 
+from healthmon import health
 from healthmon.api.views import HealthView
 
 api_v1: list[URLPattern | URLResolver] = [
@@ -21,6 +22,10 @@ api_v1: list[URLPattern | URLResolver] = [
 ]
 
 urlpatterns = [
+    # Operations (API-CONTRACT.md): no auth, outside /api/v1.
+    path("healthz", health.healthz, name="healthz"),
+    path("readyz", health.readyz, name="readyz"),
+    path("metrics", health.metrics_view, name="metrics"),
     path("api/v1/", include(api_v1)),
     # The split view serves its script from a URL: the page then needs no inline script (CSP).
     path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="schema"), name="api-docs"),

@@ -8,7 +8,7 @@ from django.db.models import QuerySet
 from django.forms.models import BaseInlineFormSet
 from django.http import HttpRequest
 
-from monitoring.models import CheckResult, Endpoint, Incident, StatusChange
+from monitoring.models import CheckResult, Endpoint, Heartbeat, Incident, StatusChange
 from monitoring.services import (
     EndpointChanges,
     endpoint_delete,
@@ -214,3 +214,19 @@ class StatusChangeAdmin(_HistoryAdmin):
     list_filter = ["to_status", "from_status"]
     search_fields = ["=endpoint__id", "endpoint__name"]
     ordering = ["-id"]  # time-ordered ids, as for checks
+
+
+@admin.register(Heartbeat)
+class HeartbeatAdmin(admin.ModelAdmin):
+    """When the dispatcher last ran (what /readyz reads): shown, never edited."""
+
+    list_display = ["name", "beat_at"]
+    ordering = ["name"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        """Only the dispatcher writes its heartbeat."""
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        """A heartbeat is read-only."""
+        return False

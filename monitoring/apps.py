@@ -6,3 +6,10 @@ class MonitoringConfig(AppConfig):
 
     name = "monitoring"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        """Register the dispatcher's readiness check (/readyz)."""
+        from healthmon.health import register_readiness
+        from monitoring.readiness import dispatcher_ready
+
+        register_readiness("dispatcher", dispatcher_ready)

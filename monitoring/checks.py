@@ -10,10 +10,13 @@ import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from uuid import UUID
 
 from django.conf import settings
+from django.db import transaction
 
+from healthmon import metrics
 from healthmon.db import update_each
 from monitoring.models import CheckResult, Endpoint, EndpointStatus, Incident, StatusChange
 from monitoring.probes import ProbeResult, ProbeTask, run_batch
@@ -102,6 +105,9 @@ def checks_store(*, outcomes: Sequence[CheckOutcome]) -> Stored:
         )
         for o in fresh
     )
+    # Counted once the pipeline's transaction commits: a batch rolled back stored nothing.
+    kinds = [(endpoints[o.endpoint_id].type, o.result.ok, o.result.response_time_ms) for o in fresh]
+    transaction.on_commit(partial(metrics.checks_observed, kinds=kinds), robust=True)
     return Stored(stored, fresh, endpoints)
 
 

@@ -313,3 +313,28 @@ class StatusChange(models.Model):
 
     def __str__(self) -> str:
         return f"{self.endpoint_id}: {self.from_status} → {self.to_status}"
+
+
+class Heartbeat(models.Model):
+    """When a periodic process (the dispatcher) last finished a run, for /readyz.
+
+    A database row rather than a cache key: every web process reads it whichever cache it
+    has (the default cache is per process), and the dispatcher writes it once a tick.
+    """
+
+    name = models.CharField(max_length=50, primary_key=True)
+    beat_at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"{self.name} at {self.beat_at:%Y-%m-%d %H:%M:%S}"
+
+    @classmethod
+    def beat(cls, name: str, at: datetime) -> None:
+        """Record a run of `name` at `at` (an UPDATE; the row made on its first run)."""
+        if not Heartbeat.objects.filter(name=name).update(beat_at=at):
+            Heartbeat.objects.bulk_create([Heartbeat(name=name, beat_at=at)], ignore_conflicts=True)
+
+    @classmethod
+    def last(cls, name: str) -> datetime | None:
+        """When `name` last ran, or None if never."""
+        return Heartbeat.objects.filter(name=name).values_list("beat_at", flat=True).first()

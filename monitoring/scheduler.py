@@ -16,9 +16,10 @@ from uuid import UUID
 
 from django.db import connection, transaction
 
+from healthmon import metrics
 from healthmon.db import update_each
 from healthmon.queue import enqueue
-from monitoring.models import Endpoint
+from monitoring.models import Endpoint, Heartbeat
 
 logger = logging.getLogger(__name__)
 Slot = tuple[UUID, datetime]
@@ -31,6 +32,7 @@ LOOKAHEAD = timedelta(seconds=1.5)  # a tick, plus the slowest claims' time
 # The task that probes a batch and records its results. It belongs to the check pipeline,
 # which sits above monitoring (`pipeline.tasks`), so it is queued by this name.
 RUN_CHECKS = "pipeline.tasks.run_checks"
+HEARTBEAT = "dispatcher"  # the row /readyz reads (monitoring.readiness)
 SLOW_QUEUE = "slow"
 # A batch still queued after this long is dropped: its endpoints' next slots are near.
 BATCH_EXPIRES_SECONDS = 300
@@ -120,8 +122,9 @@ def hand_over(items: list[list[str]], slow: bool = False) -> None:
 
 
 def dispatch(*, now: datetime, batch_size: int) -> int:
-    """Claim what is due and queue it in batches once the claim is committed."""
-    total = 0
+    """Claim what is due and queue it in batches once the claim is committed; then record
+    the tick (the heartbeat /readyz reads, the metrics)."""
+    total, lag = 0, 0.0
     while True:
         with transaction.atomic():
             slots = _claim(now + LOOKAHEAD, CLAIM_LIMIT)
@@ -130,5 +133,9 @@ def dispatch(*, now: datetime, batch_size: int) -> int:
                 for items in batches(lane, batch_size):
                     transaction.on_commit(partial(hand_over, items, slow), robust=True)
         total += len(slots)
+        lag = max([lag, *((now - slot).total_seconds() for _, slot, _ in slots)])
         if len(slots) < CLAIM_LIMIT:
-            return total
+            break
+    Heartbeat.beat(HEARTBEAT, now)
+    metrics.dispatch_observed(claimed=total, lag_seconds=lag)
+    return total

@@ -29,7 +29,7 @@ from alerts.services import channel_create, maintenance_window_save
 from apikeys.models import ApiKey
 from apikeys.services import api_key_create
 from monitoring.checks import CheckOutcome
-from monitoring.models import CheckResult, Endpoint, Incident, StatusChange
+from monitoring.models import CheckResult, Endpoint, Heartbeat, Incident, StatusChange
 from monitoring.probes import ProbeResult
 from monitoring.services import endpoint_create
 from monitoring.validation import validate_config
@@ -137,6 +137,7 @@ def world(superuser, django_capture_on_commit_callbacks, outbox):
     """Two organizations with every kind of record; the secrets no page may show."""
     with django_capture_on_commit_callbacks(execute=True):
         built = [build_organization(n) for n in (1, 2)]
+    Heartbeat.beat("dispatcher", timezone.now())  # the dispatcher's, shared by every organization
     tokens = [mailed_token(message, "/accept-invite") for message in outbox]
     keys = [b["key"] for b in built]
     users = [superuser, *(u for b in built for u in b["users"])]

@@ -10,6 +10,7 @@ TCP's own timeouts notice (see tests/faults/network.py).
 """
 
 import http.client
+import json
 import shutil
 import socket
 import sys
@@ -232,3 +233,19 @@ def test_a_dead_network_under_an_open_connection_answers_503_at_the_tcp_timeout(
     # a new connection, which gives up at the connect timeout.
     assert pooled[3] < 2 * TIMEOUT + 1.5
     assert fresh[3] < TIMEOUT + 1
+
+
+@pytest.mark.django_db(transaction=True)
+@POSTGRESQL_ONLY
+def test_readyz_names_the_database_while_postgresql_is_down(web, key):
+    web.proxy.refuse()
+    down = web.get("/readyz")
+    live = web.get("/healthz")
+    web.proxy.open()
+    _recovers(web, key)
+
+    status, _, body, took = down
+    assert status == 503, body
+    assert "database" in json.loads(body)["failing"]
+    assert took < 1
+    assert live[0] == 200
