@@ -1,6 +1,7 @@
 """One place for the production commands: the Procfile. The README quotes it verbatim, and
 `make worker` and `make beat` run its lines."""
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -25,11 +26,17 @@ def test_the_procfile_names_the_release_step_and_the_three_processes():
     assert "--workers ${WEB_CONCURRENCY:-2}" in commands["web"]
 
 
+def _outside_make() -> dict[str, str]:
+    """The environment without what a calling `make` (as in `make test`) passes down."""
+    return {k: v for k, v in os.environ.items() if k not in {"MAKEFLAGS", "MFLAGS", "MAKELEVEL"}}
+
+
 def test_make_worker_and_make_beat_run_the_procfile_lines():
     for name in ("worker", "beat"):
         dry_run = subprocess.run(  # noqa: S603
-            ["make", "-n", "-o", ".venv/.installed", name],  # noqa: S607
+            ["make", "--no-print-directory", "-n", "-o", ".venv/.installed", name],  # noqa: S607
             cwd=ROOT,
+            env=_outside_make(),
             capture_output=True,
             text=True,
             check=True,
