@@ -16,6 +16,9 @@ from django.db import models
 from django.http import HttpRequest, HttpResponse
 
 from accounts.models import AuditEvent, User
+from healthmon.logging import get_logger
+
+auth_logger = get_logger("healthmon.auth")
 
 _request: contextvars.ContextVar[HttpRequest | None] = contextvars.ContextVar(
     "audit_request", default=None
@@ -122,3 +125,8 @@ def audit_record(
         details=dict(details or {}),
         **_target(target),
     )
+
+
+def authentication_failed(*, method: str, reason: str, key_prefix: str = "") -> None:
+    """Log a refused credential: how it was sent and why, never the credential itself."""
+    auth_logger.warning("auth_failed", method=method, reason=reason, key_prefix=key_prefix or None)

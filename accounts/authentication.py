@@ -9,6 +9,7 @@ from rest_framework_simplejwt import authentication
 from rest_framework_simplejwt.exceptions import TokenError
 from rest_framework_simplejwt.tokens import Token
 
+from accounts.audit import authentication_failed
 from accounts.models import User
 from accounts.tokens import TOKEN_VERSION_CLAIM
 
@@ -35,6 +36,7 @@ class JWTAuthentication(authentication.JWTAuthentication):
         try:
             validated = self.get_validated_token(raw_token)
         except (TokenError, exceptions.AuthenticationFailed) as exc:
+            authentication_failed(method="jwt", reason="invalid token")
             raise exceptions.AuthenticationFailed(INVALID_CREDENTIAL) from exc
         return self.get_user(validated), validated
 
@@ -49,6 +51,7 @@ class JWTAuthentication(authentication.JWTAuthentication):
         try:
             return super().get_raw_token(header)
         except exceptions.AuthenticationFailed as exc:
+            authentication_failed(method="jwt", reason="malformed header")
             raise exceptions.AuthenticationFailed(INVALID_CREDENTIAL) from exc
 
     def get_user(self, validated_token: Token) -> User:  # type: ignore[override]
@@ -57,8 +60,10 @@ class JWTAuthentication(authentication.JWTAuthentication):
             user_id = uuid.UUID(str(validated_token["user_id"]))
             version: Any = validated_token[TOKEN_VERSION_CLAIM]
         except (KeyError, ValueError) as exc:
+            authentication_failed(method="jwt", reason="malformed claims")
             raise exceptions.AuthenticationFailed(INVALID_CREDENTIAL) from exc
         user = User.objects.select_related("organization").filter(pk=user_id).first()
         if user is None or not user.is_active or user.token_version != version:
+            authentication_failed(method="jwt", reason="user gone, inactive or token revoked")
             raise exceptions.AuthenticationFailed(INVALID_CREDENTIAL)
         return user

@@ -12,7 +12,7 @@ from django.db import IntegrityError, transaction
 from django.http import Http404
 from django.utils import timezone
 
-from accounts.audit import audit_record, client_ip
+from accounts.audit import audit_record, authentication_failed, client_ip
 from accounts.errors import (
     CannotRemoveSelf,
     EmailNotVerified,
@@ -147,6 +147,7 @@ def account_login(*, email: str, password: str) -> User:
             organization_id=known.first(),
             details={"email": email},
         )
+        authentication_failed(method="password", reason="wrong email or password")
         raise InvalidCredentials()
     if settings.REQUIRE_EMAIL_VERIFICATION and not user.email_verified:
         audit_record(

@@ -42,10 +42,12 @@ from alerts.models import (
 )
 from alerts.transport import MAX_ERROR_LENGTH, Sent, post_json
 from healthmon import metrics
+from healthmon.logging import get_logger
 from healthmon.queue import enqueue
 from monitoring.models import Endpoint, Incident
 
 logger = logging.getLogger(__name__)
+events = get_logger(__name__)
 # The task that makes a delivery's next attempt, queued by this name (`alerts.tasks` registers
 # it): the tasks module imports this one, so importing it here would close a circle.
 DELIVER_TASK = "alerts.tasks.deliver"
@@ -257,9 +259,20 @@ def _record(delivery: Delivery, sent: Sent, at: datetime) -> str:
     # Only a delivery still pending moves: a duplicate task that finished first wins.
     moved = Delivery.objects.filter(pk=delivery.pk, status=DeliveryStatus.PENDING).update(**changes)
     status = str(changes.get("status", DeliveryStatus.PENDING))
+    outcome = "retry" if status == DeliveryStatus.PENDING else status
     if moved:
-        outcome = "retry" if status == DeliveryStatus.PENDING else status
         transaction.on_commit(partial(metrics.delivery_observed, outcome=outcome), robust=True)
+    # Never the URL, the error text or the body: a webhook's URL and its reply may hold a token.
+    events.log(
+        logging.INFO if sent.ok else logging.WARNING,
+        "delivery_attempt",
+        delivery_id=str(delivery.pk),
+        channel_kind=channel.kind,
+        attempt=attempts,
+        status_code=sent.status_code,
+        outcome=outcome if moved else "superseded",
+        duration_ms=round(sent.duration_ms, 1),
+    )
     return status
 
 

@@ -7,6 +7,7 @@ from django.utils import timezone
 from rest_framework import authentication, exceptions
 from rest_framework.request import Request
 
+from accounts.audit import authentication_failed
 from accounts.authentication import INVALID_CREDENTIAL
 from accounts.models import User
 from apikeys import keys
@@ -32,6 +33,7 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
             return None
         parsed = keys.parse(credential)
         if parsed is None:  # malformed or a bad checksum: no database query
+            authentication_failed(method="api_key", reason="malformed key")
             raise exceptions.AuthenticationFailed(INVALID_CREDENTIAL)
         now = timezone.now()
         api_key = self._usable_key(parsed, now)
@@ -54,6 +56,10 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
             or not api_key.created_by.is_active
             or api_key.created_by.organization_id != api_key.organization_id
         ):
+            # The display prefix (`hm_live_<lookup id>`) is shown in the API: not a secret.
+            authentication_failed(
+                method="api_key", reason="unknown or unusable key", key_prefix=parsed.display_prefix
+            )
             raise exceptions.AuthenticationFailed(INVALID_CREDENTIAL)
         return api_key
 

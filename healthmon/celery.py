@@ -6,7 +6,7 @@ from functools import partial
 from typing import Any
 
 from celery import Celery
-from celery.signals import worker_process_init, worker_ready
+from celery.signals import setup_logging, worker_process_init, worker_ready
 from celery.worker.consumer import Consumer
 from kombu import Connection
 
@@ -40,6 +40,12 @@ app = Celery("healthmon")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.conf.worker_consumer = f"{__name__}:PromptConsumer"
 app.autodiscover_tasks()
+
+
+@setup_logging.connect
+def keep_django_logging(**kwargs: Any) -> None:
+    """Leave logging as settings' LOGGING made it (structlog's renderer on the root), so that
+    Celery's own lines, the worker's and beat's, come out as structured as the web's."""
 
 
 @worker_ready.connect

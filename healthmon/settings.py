@@ -19,6 +19,8 @@ from typing import Any
 import environ
 from django.core.exceptions import ImproperlyConfigured
 
+from healthmon import logging as healthmon_logging
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 env = environ.Env()
@@ -98,6 +100,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # Outermost: the request id is bound before anything logs, and every answer carries it.
+    "healthmon.requestlog.RequestLogMiddleware",
     # First, so that it times and counts every answer, redirects and refusals included.
     "healthmon.metrics.MetricsMiddleware",
     "django.middleware.security.SecurityMiddleware",
@@ -506,13 +510,10 @@ SPECTACULAR_SETTINGS = {
 
 # --- Logging --------------------------------------------------------------------------------
 
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
-    "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
-    # urllib3 logs request lines at DEBUG, and a notification's URL path is a credential
-    # (Slack's, Discord's, Teams'): never below WARNING, whatever LOG_LEVEL says.
-    "loggers": {"urllib3": {"level": "WARNING"}},
-}
+# One structured line per event; json for machines, console for people at a terminal.
+LOG_FORMAT = env.str("LOG_FORMAT", default="") or ("console" if DEBUG else "json")
+if LOG_FORMAT not in healthmon_logging.FORMATS:
+    raise ImproperlyConfigured(f"LOG_FORMAT={LOG_FORMAT!r} is not a format: use json or console.")
+LOGGING = healthmon_logging.logging_config(
+    fmt=LOG_FORMAT, level=env.str("LOG_LEVEL", default="INFO")
+)

@@ -18,8 +18,11 @@ from django.db import transaction
 
 from healthmon import metrics
 from healthmon.db import update_each
+from healthmon.logging import get_logger
 from monitoring.models import CheckResult, Endpoint, EndpointStatus, Incident, StatusChange
 from monitoring.probes import ProbeResult, ProbeTask, run_batch
+
+logger = get_logger(__name__)
 
 
 @dataclass(frozen=True)
@@ -107,6 +110,15 @@ def checks_store(*, outcomes: Sequence[CheckOutcome]) -> Stored:
     )
     # Counted once the pipeline's transaction commits: a batch rolled back stored nothing.
     kinds = [(endpoints[o.endpoint_id].type, o.result.ok, o.result.response_time_ms) for o in fresh]
+    for o in fresh:
+        if not o.result.ok:  # the error is the probe's, already scrubbed of the target's secrets
+            logger.warning(
+                "check_failed",
+                endpoint_id=str(o.endpoint_id),
+                type=endpoints[o.endpoint_id].type,
+                error=o.result.error,
+                scheduled_for=o.scheduled_for.isoformat(),
+            )
     transaction.on_commit(partial(metrics.checks_observed, kinds=kinds), robust=True)
     return Stored(stored, fresh, endpoints)
 
@@ -208,6 +220,14 @@ def _apply_outcome(endpoint: Endpoint, outcome: CheckOutcome, ledger: _Ledger) -
     change = endpoint.move_to(status, outcome.checked_at, result.error or result.status_detail)
     if change is not None:
         ledger.changes.append(change)
+        logger.info(
+            "status_changed",
+            endpoint_id=str(endpoint.pk),
+            type=endpoint.type,
+            from_status=change.from_status,
+            to_status=change.to_status,
+            error=change.reason,
+        )
     return True
 
 
@@ -220,9 +240,22 @@ def _open_or_resolve(endpoint: Endpoint, ok: bool, ledger: _Ledger) -> None:
         incident = Incident(endpoint=endpoint, started_at=since, cause=endpoint.streak_error)
         ledger.open_incidents[endpoint.pk] = incident
         ledger.opened.append(incident)
+        logger.warning(
+            "incident_opened",
+            incident_id=str(incident.pk),
+            endpoint_id=str(endpoint.pk),
+            type=endpoint.type,
+            cause=incident.cause,
+        )
     elif ok and incident is not None and endpoint.streak_length >= endpoint.recovery_threshold:
         incident.resolved_at = since
         ledger.resolved.append(incident)
+        logger.info(
+            "incident_resolved",
+            incident_id=str(incident.pk),
+            endpoint_id=str(endpoint.pk),
+            type=endpoint.type,
+        )
         del ledger.open_incidents[endpoint.pk]
 
 

@@ -18,10 +18,14 @@ from django.db import connection, transaction
 
 from healthmon import metrics
 from healthmon.db import update_each
+from healthmon.logging import get_logger
 from healthmon.queue import enqueue
 from monitoring.models import Endpoint, Heartbeat
 
 logger = logging.getLogger(__name__)
+events = get_logger(__name__)
+# A tick that claims a slot more than this late says the dispatcher is falling behind.
+LAG_WARNING_SECONDS = 1.0
 Slot = tuple[UUID, datetime]
 Claim = tuple[UUID, datetime, bool]  # the slot, and whether the last check failed
 CLAIM_LIMIT = 2000
@@ -138,4 +142,6 @@ def dispatch(*, now: datetime, batch_size: int) -> int:
             break
     Heartbeat.beat(HEARTBEAT, now)
     metrics.dispatch_observed(claimed=total, lag_seconds=lag)
+    if lag > LAG_WARNING_SECONDS:
+        events.warning("dispatcher_lag", lag_seconds=round(lag, 3), claimed=total)
     return total

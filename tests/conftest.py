@@ -34,6 +34,7 @@ from monitoring.validation import validate_config
 from pipeline.checks import checks_record
 from tests.alerts.receiver import Receiver
 from tests.helpers import PASSWORD
+from tests.logs import Lines, rendered_lines
 from tests.monitoring.peers import HTTPPeer
 
 TESTS = Path(__file__).resolve().parent
@@ -328,3 +329,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if needs is not None and not on_postgresql:
             why = needs.args[0] if needs.args else "PostgreSQL only"
             item.add_marker(pytest.mark.skip(reason=f"needs PostgreSQL: {why}"))
+
+
+@pytest.fixture
+def log_lines() -> Iterator[Lines]:
+    """The JSON lines logged during the test, as the production renderer writes them."""
+    with rendered_lines() as lines:
+        yield lines

@@ -1,0 +1,90 @@
+"""Structured logging for web, worker and beat: one line per event, JSON or console.
+
+structlog renders every line, its own events and the standard library's (Django, Celery,
+urllib3) alike, through one `ProcessorFormatter`; settings' LOGGING comes from
+`logging_config`. The request middleware binds `request_id` with structlog's contextvars, so
+every line written while a request is answered carries it. This module imports no app.
+"""
+
+import logging
+from typing import Any
+
+import structlog
+
+FORMATS = ("json", "console")
+READINESS_PATH = "/readyz"
+
+_SHARED: list[Any] = [
+    structlog.contextvars.merge_contextvars,
+    structlog.stdlib.add_log_level,
+    structlog.stdlib.add_logger_name,
+    structlog.processors.TimeStamper(fmt="iso", utc=True),
+]
+
+
+def get_logger(name: str) -> Any:
+    """Return the structured logger of a module (a standard-library logger underneath)."""
+    return structlog.stdlib.get_logger(name)
+
+
+def _renderer(fmt: str) -> list[Any]:
+    if fmt == "console":
+        return [structlog.dev.ConsoleRenderer(colors=False)]
+    return [structlog.processors.format_exc_info, structlog.processors.JSONRenderer()]
+
+
+def logging_config(*, fmt: str, level: str) -> dict[str, Any]:
+    """Configure structlog and return the dictConfig that renders every logger the same way."""
+    if fmt not in FORMATS:
+        raise ValueError(f"LOG_FORMAT={fmt!r}: use json or console.")
+    structlog.configure(
+        processors=[
+            *_SHARED,
+            structlog.stdlib.PositionalArgumentsFormatter(),
+            structlog.processors.StackInfoRenderer(),
+            structlog.stdlib.ProcessorFormatter.wrap_for_formatter,
+        ],
+        logger_factory=structlog.stdlib.LoggerFactory(),
+        wrapper_class=structlog.stdlib.BoundLogger,
+        # Not cached: tests (and a reconfigured process) must see the current configuration.
+        cache_logger_on_first_use=False,
+    )
+    return {
+        "version": 1,
+        "disable_existing_loggers": False,
+        "formatters": {
+            "structured": {
+                "()": structlog.stdlib.ProcessorFormatter,
+                "foreign_pre_chain": _SHARED,
+                "processors": [
+                    structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+                    *_renderer(fmt),
+                ],
+            }
+        },
+        "filters": {"expected_unreadiness": {"()": ExpectedUnreadiness}},
+        "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "structured"}},
+        "root": {"handlers": ["console"], "level": level.upper()},
+        # urllib3 logs request lines at DEBUG, and a notification's URL path is a credential
+        # (Slack's, Discord's, Teams'): never below WARNING, whatever LOG_LEVEL says.
+        "loggers": {
+            "urllib3": {"level": "WARNING"},
+            # Django's default config gives `django` a plain console handler in debug: drop it,
+            # so its lines reach the root's renderer once.
+            "django": {"handlers": [], "level": "INFO", "propagate": True},
+            # On the logger, not the handler, so that no handler (a test's either) sees it.
+            "django.request": {"filters": ["expected_unreadiness"]},
+        },
+    }
+
+
+class ExpectedUnreadiness(logging.Filter):
+    """Drop Django's error line for a 503 from /readyz: a load balancer polls it, and an
+    unready answer is the route doing its job (the request line still records it)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Keep every record but `django.request`'s for a /readyz 503."""
+        if record.name != "django.request" or getattr(record, "status_code", None) != 503:
+            return True
+        request = getattr(record, "request", None)
+        return getattr(request, "path", None) != READINESS_PATH
