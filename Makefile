@@ -74,6 +74,7 @@ format: $(VENV)/.installed-dev
 ## full scale takes 20-32 min and ~17 GB of disk); BENCH_ARGS=--smoke runs each for a few
 ## seconds, only to see that it still works (`make bench-smoke`, which CI runs).
 bench: $(VENV)/.installed
+	bench/tools.sh
 	$(BIN)/python bench/api_auth.py $(BENCH_ARGS)
 	$(BIN)/python bench/probes.py $(BENCH_ARGS)
 	$(BIN)/python bench/hanging.py $(BENCH_ARGS)
