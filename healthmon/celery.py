@@ -5,12 +5,24 @@ import os
 from functools import partial
 from typing import Any
 
-from celery import Celery
-from celery.signals import setup_logging, worker_process_init, worker_ready
+import structlog
+from celery import Celery, Task
+from celery.signals import (
+    before_task_publish,
+    setup_logging,
+    task_postrun,
+    task_prerun,
+    worker_process_init,
+    worker_ready,
+)
 from celery.worker.consumer import Consumer
 from kombu import Connection
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "healthmon.settings")
+
+# The message header that carries the id of the request that queued a task, so a worker's
+# lines for that task (the check a `check-now` asked for, a test notification) carry it too.
+REQUEST_ID_HEADER = "request_id"
 
 # How long a worker waits between attempts to reach a broker that went away.
 RECONNECT_SECONDS = 1
@@ -56,3 +68,35 @@ def freeze_startup_objects(**kwargs: Any) -> None:
     engine a quarter of its CPU in the benchmark (bench/README.md)."""
     gc.collect()
     gc.freeze()
+
+
+# Context bound for each running task, kept to be undone when it ends: an eager task (tests,
+# `make run` with CELERY_TASK_ALWAYS_EAGER) runs inside the request that queued it, whose own
+# id must survive the task.
+_bound: dict[str, Any] = {}
+
+
+@before_task_publish.connect
+def carry_request_id(headers: dict[str, Any] | None = None, **kwargs: Any) -> None:
+    """Put the id of the request being answered, if any, in the task's message headers."""
+    request_id = structlog.contextvars.get_contextvars().get("request_id")
+    if request_id and headers is not None:
+        headers.setdefault(REQUEST_ID_HEADER, request_id)
+
+
+@task_prerun.connect
+def bind_task(task_id: str, task: Task, **kwargs: Any) -> None:
+    """Bind the task's name and id, and the request id it was queued with, to its lines."""
+    context: dict[str, Any] = {"task": task.name, "task_id": task_id}
+    request_id = task.request.get(REQUEST_ID_HEADER)
+    if request_id:
+        context["request_id"] = request_id
+    _bound[task_id] = structlog.contextvars.bind_contextvars(**context)
+
+
+@task_postrun.connect
+def unbind_task(task_id: str, **kwargs: Any) -> None:
+    """Give back the context the task found (none on a worker, the request's when eager)."""
+    tokens = _bound.pop(task_id, None)
+    if tokens:
+        structlog.contextvars.reset_contextvars(**tokens)

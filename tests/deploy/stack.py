@@ -198,8 +198,10 @@ class Api:
         self.base = f"http://127.0.0.1:{port}"
         self.token = ""
 
-    def call(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
-        headers = {"X-Forwarded-Proto": "https", "Accept": "application/json"}
+    def call(
+        self, method: str, path: str, body: Any = None, headers: dict[str, str] | None = None
+    ) -> tuple[int, Any]:
+        headers = {"X-Forwarded-Proto": "https", "Accept": "application/json", **(headers or {})}
         if self.token:
             headers["Authorization"] = f"Bearer {self.token}"
         data = None

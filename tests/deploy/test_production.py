@@ -128,3 +128,28 @@ def test_the_readme_deployment_checks_alerts_and_survives_a_killed_worker(
     assert len(irregular) <= 1, irregular
     assert all(a >= killed for a, _ in irregular), (killed, irregular)
     assert api.get("/api/v1/incidents?state=open")["count"] == 1
+
+    # A check someone asked for: the worker's lines for it carry the id of that request.
+    asked = api.post(
+        "/api/v1/endpoints",
+        {
+            "project": account["project"]["id"],
+            "name": "Asked",
+            "type": "http",
+            "target": target.url("/asked"),
+            "interval_seconds": 3600,
+        },
+    )
+    status, _ = api.call(
+        "POST", f"/api/v1/endpoints/{asked['id']}/check-now", headers={"X-Request-ID": "ask-1"}
+    )
+    assert status == 202
+
+    def traced() -> list[dict]:
+        lines = deployment.log("worker").splitlines()
+        found = [json.loads(line) for line in lines if line.startswith("{") and '"ask-1"' in line]
+        return [line for line in found if line.get("request_id") == "ask-1"]
+
+    wait_until(traced, timeout=30)
+    assert {line["event"] for line in traced()} >= {"check_failed"}
+    assert {line["task"] for line in traced()} == {"pipeline.tasks.run_checks"}

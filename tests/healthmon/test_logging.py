@@ -1,10 +1,12 @@
 """Structured logs (issue 19, item 5): one rendered line per event, a request id on each."""
 
 import logging
+from collections.abc import Iterator
 
 import pytest
 import structlog
 from django.conf import settings
+from celery import Celery, current_app
 from django.test import Client
 
 from healthmon import logging as healthmon_logging
@@ -94,3 +96,30 @@ def test_an_unready_answer_is_one_request_line_not_an_error_line(log_lines, capl
     assert [line["status"] for line in log_lines.events("request")] == [503]
     assert not [line for line in log_lines.all() if line["logger"] == "django.request"]
     assert not [r for r in caplog.records if r.name == "django.request"]
+
+
+@pytest.fixture
+def queued() -> Iterator[Celery]:
+    """The Celery app publishing for real (tests run tasks eagerly)."""
+    app = current_app._get_current_object()
+    eager, app.conf.task_always_eager = app.conf.task_always_eager, False
+    yield app
+    app.conf.task_always_eager = eager
+
+
+def test_a_task_queued_while_answering_a_request_carries_its_id(queued):
+    """The worker binds the header to the task's lines (the deploy test sees a real worker's)."""
+    app = queued
+    with app.connection_for_write("memory://") as connection:
+        structlog.contextvars.bind_contextvars(request_id="trace-7")
+        try:
+            app.send_task("pipeline.tasks.run_checks", args=[[]], connection=connection)
+        finally:
+            structlog.contextvars.clear_contextvars()
+        app.send_task("pipeline.tasks.run_checks", args=[[]], connection=connection)
+        queue = connection.SimpleQueue(app.conf.task_default_queue)
+        first, second = queue.get(timeout=1), queue.get(timeout=1)
+        queue.close()
+
+    assert first.headers["request_id"] == "trace-7"
+    assert "request_id" not in second.headers  # beat's tasks belong to no request
