@@ -34,6 +34,7 @@ from alerts.models import (
     load_scopes,
 )
 from monitoring.models import Endpoint, Incident
+from monitoring.probes.secrets import masked
 from monitoring.targets import MASK
 
 _EVENT_NAMESPACE = uuid.UUID("4f1c3a52-6c2e-4d0a-9a57-8f0b7e9e2d11")
@@ -363,3 +364,32 @@ def _delivery(
         status=DeliveryStatus.SUPPRESSED if suppressed else DeliveryStatus.PENDING,
         next_attempt_at=next_look,
     )
+
+
+@transaction.atomic
+def deliveries_scrub(*, endpoint: Endpoint, secrets: Sequence[str]) -> int:
+    """Mask the endpoint's secrets in the payloads and errors of its incidents' deliveries.
+
+    For rows stored before probes masked every form a secret is sent in; returns how many
+    changed.
+    """
+    deliveries = Delivery.objects.filter(incident__endpoint=endpoint).only("payload", "last_error")
+    dirty = []
+    for delivery in deliveries.iterator(chunk_size=1000):
+        payload = _scrub_json(delivery.payload, secrets)
+        last_error = masked(delivery.last_error, secrets)
+        if payload != delivery.payload or last_error != delivery.last_error:
+            delivery.payload, delivery.last_error = payload, last_error
+            dirty.append(delivery)
+    Delivery.objects.bulk_update(dirty, ["payload", "last_error"], batch_size=1000)
+    return len(dirty)
+
+
+def _scrub_json(value: Any, secrets: Sequence[str]) -> Any:
+    if isinstance(value, str):
+        return masked(value, secrets)
+    if isinstance(value, list):
+        return [_scrub_json(item, secrets) for item in value]
+    if isinstance(value, dict):
+        return {key: _scrub_json(item, secrets) for key, item in value.items()}
+    return value

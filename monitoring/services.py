@@ -2,7 +2,7 @@
 schedule kept right. What checks write (results, statuses, incidents) is in
 `monitoring.checks`, run by the check pipeline (`pipeline.checks`)."""
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, fields, replace
 from datetime import datetime
 from enum import Enum
@@ -18,7 +18,9 @@ from django.utils import timezone
 from accounts.audit import audit_record
 from accounts.models import AuditAction, Project
 from healthmon.errors import InvalidInput, TooManyRequests
-from monitoring.models import Endpoint, EndpointStatus, Incident, StatusChange
+from monitoring.models import CheckResult, Endpoint, EndpointStatus, Incident, StatusChange
+from monitoring.probes.base import ProbeTask
+from monitoring.probes.secrets import masked, secrets_of
 from monitoring.scheduler import send_batch
 from monitoring.targets import mask_config, mask_target
 from monitoring.validation import DEFAULT_INTERVAL, DEFAULT_TIMEOUT
@@ -292,3 +294,53 @@ def endpoint_check_now(*, endpoint: Endpoint) -> datetime:
     slot = timezone.now()
     transaction.on_commit(partial(send_batch, [[str(endpoint.pk), slot.isoformat()]]))
     return slot
+
+
+def endpoint_secret_forms(*, endpoint: Endpoint) -> list[str]:
+    """Every form the endpoint's probe sends its secrets in (plain, percent-encoded, Basic)."""
+    task = ProbeTask(
+        endpoint.type, endpoint.target, endpoint.config, float(endpoint.timeout_seconds)
+    )
+    return secrets_of(task)
+
+
+@transaction.atomic
+def endpoint_stored_text_scrub(*, endpoint: Endpoint, secrets: Sequence[str]) -> int:
+    """Mask the secrets in the endpoint's stored check errors and incident causes.
+
+    Probes mask every form a secret is sent in before anything is stored; rows stored by
+    earlier versions may still quote a derived form (a Basic header's base64). Returns how
+    many rows changed.
+    """
+    changed = 0
+    failed = endpoint.checks.exclude(error="", status_detail="").only("error", "status_detail")
+    for batch in _batches(failed.iterator(chunk_size=2000), 2000):
+        dirty = [check for check in batch if _scrubbed(check, ("error", "status_detail"), secrets)]
+        CheckResult.objects.bulk_update(dirty, ["error", "status_detail"])
+        changed += len(dirty)
+    incidents = endpoint.incidents.only("cause")
+    dirty_incidents = [i for i in incidents if _scrubbed(i, ("cause",), secrets)]
+    Incident.objects.bulk_update(dirty_incidents, ["cause"])
+    return changed + len(dirty_incidents)
+
+
+def _scrubbed(row: Any, names: Sequence[str], secrets: Sequence[str]) -> bool:
+    """Scrub the row's text fields in place; whether any changed."""
+    dirty = False
+    for name in names:
+        text = getattr(row, name)
+        if text and (clean := masked(text, secrets)) != text:
+            setattr(row, name, clean)
+            dirty = True
+    return dirty
+
+
+def _batches(rows: Iterable[Any], size: int) -> Iterable[list[Any]]:
+    batch: list[Any] = []
+    for row in rows:
+        batch.append(row)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch

@@ -50,6 +50,15 @@ def scrub(text: str, secrets: Sequence[str]) -> str:
     return " ".join(text.split())
 
 
+def masked(text: str, secrets: Sequence[str]) -> str:
+    """The text with every secret form masked, or the text untouched when it quotes none."""
+    quoted = any(
+        (secret[:MIN_FRAGMENT] if len(secret) > MIN_FRAGMENT else secret) in text
+        for secret in secrets
+    )
+    return scrub(text, secrets) if quoted else text
+
+
 def _plain_secrets(task: ProbeTask) -> set[str]:
     """The secret values themselves: the target's password, token and secret options, and
     the config's secret-named values (with the credentials inside a Basic header)."""

@@ -5,8 +5,8 @@ from collections.abc import Iterator
 
 import pytest
 import structlog
-from django.conf import settings
 from celery import Celery, current_app
+from django.conf import settings
 from django.test import Client
 
 from healthmon import logging as healthmon_logging
