@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ObjectDoesNotExist, PermissionDenied
 from django.db import models
+from django.db.models import QuerySet
 from django.http import Http404, HttpRequest, HttpResponse
 
 from accounts.models import Invitation, Project, User
@@ -47,16 +48,22 @@ def access_pending_invitation(caller: User, invitation_id: object) -> Invitation
     return get_or_404(queryset, invitation_id)
 
 
-def access_projects(caller: User, project_ids: Iterable[uuid.UUID]) -> list[Project]:
-    """Projects by id for a request body; an id the caller cannot see is a validation error."""
-    wanted = set(project_ids)
-    found = list(Project.objects.visible_to(caller).filter(pk__in=wanted))
-    missing = wanted - {project.pk for project in found}
+def get_all_or_invalid(queryset: QuerySet[M], ids: Iterable[uuid.UUID], noun: str) -> list[M]:
+    """The rows of the caller's queryset with these ids, for a request body; an id it does not
+    hold is a validation error naming every such id."""
+    wanted = set(ids)
+    found = list(queryset.filter(pk__in=wanted))
+    missing = wanted - {row.pk for row in found}
     if missing:
         raise InvalidInput(
-            {"non_field_errors": [f"Unknown project: {pk}." for pk in sorted(map(str, missing))]}
+            {"non_field_errors": [f"Unknown {noun}: {pk}." for pk in sorted(map(str, missing))]}
         )
     return found
+
+
+def access_projects(caller: User, project_ids: Iterable[uuid.UUID]) -> list[Project]:
+    """Projects by id for a request body; an id the caller cannot see is a validation error."""
+    return get_all_or_invalid(Project.objects.visible_to(caller), project_ids, "project")
 
 
 def page_user(request: HttpRequest) -> User:

@@ -4,9 +4,8 @@ sees is a 404 (or, in a request body, an unknown id)."""
 import uuid
 from collections.abc import Iterable
 
-from accounts.access import get_or_404
+from accounts.access import get_all_or_invalid, get_or_404
 from accounts.models import User
-from healthmon.errors import InvalidInput
 from monitoring.models import Endpoint, Incident
 
 
@@ -23,13 +22,5 @@ def access_incident(caller: User, incident_id: object) -> Incident:
 
 def access_endpoints(caller: User, endpoint_ids: Iterable[uuid.UUID]) -> list[Endpoint]:
     """Endpoints by id for a request body; an id the caller cannot see is a validation error."""
-    wanted = set(endpoint_ids)
-    found = list(
-        Endpoint.objects.visible_to(caller).defer("target", "config").filter(pk__in=wanted)
-    )
-    missing = wanted - {endpoint.pk for endpoint in found}
-    if missing:
-        raise InvalidInput(
-            {"non_field_errors": [f"Unknown endpoint: {pk}." for pk in sorted(map(str, missing))]}
-        )
-    return found
+    visible = Endpoint.objects.visible_to(caller).defer("target", "config")
+    return get_all_or_invalid(visible, endpoint_ids, "endpoint")
