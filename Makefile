@@ -55,7 +55,7 @@ test: $(VENV)/.installed-dev
 ## tests as they free up; under 2 minutes on 2 cores.
 test-fast: $(VENV)/.installed-dev
 	env -u DATABASE_URL -u CACHE_URL $(BIN)/python -m pytest -n 2 --dist worksteal \
-	    -m "not postgres and not services and not browser and not deploy" $(PYTEST_ARGS)
+	    -m "not postgres and not services and not browser and not deploy and not timing" $(PYTEST_ARGS)
 
 ## lint: ruff (lint and format check), mypy, and lint-imports (the layers contracts in
 ## pyproject.toml).
