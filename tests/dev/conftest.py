@@ -74,8 +74,9 @@ class DevRun:
 
     def _read(self) -> None:
         assert self.process.stdout is not None
-        for line in self.process.stdout:
-            self.lines.append(line.rstrip("\n"))
+        with self.process.stdout:
+            for line in self.process.stdout:
+                self.lines.append(line.rstrip("\n"))
 
     @property
     def output(self) -> str:
