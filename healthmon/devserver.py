@@ -51,7 +51,7 @@ class Supervisor:
         """Note the first signal; a second one asks to skip the graceful wait."""
         if self.stop_signal is None:
             self.stop_signal = signum
-            print("\nStopping healthmon (again to force)...", flush=True)
+            _say("\nStopping healthmon (again to force)...")
         else:
             self.forced = True
 
@@ -105,7 +105,7 @@ class Supervisor:
         for process in self.children.values():
             process.wait()
         if left:
-            print(f"Killed what had not stopped within {STOP_SECONDS:.0f} s.", flush=True)
+            _say(f"Killed what had not stopped within {STOP_SECONDS:.0f} s.")
 
     def _alive(self) -> list[int]:
         """The groups that still hold a process (a child reaped, its own children too)."""
@@ -120,6 +120,12 @@ class Supervisor:
                 pass
             alive.append(process.pid)
         return alive
+
+
+def _say(line: str) -> None:
+    """Print a line; a terminal closed under us (SIGHUP) must not stop the stopping."""
+    with contextlib.suppress(OSError):
+        print(line, flush=True)
 
 
 def _signal_group(pgid: int, signum: int) -> None:
@@ -236,7 +242,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         status = 1
     finally:
         supervisor.stop()
-    print("healthmon stopped.", flush=True)
+    _say("healthmon stopped.")
     return status
 
 

@@ -83,9 +83,7 @@ def _login(url, email, password):
         return response.status
 
 
-def test_make_demo_prints_a_login_that_works_and_seeds_its_organization_once(
-    make_run, tmp_path
-):
+def test_make_demo_prints_a_login_that_works_and_seeds_its_organization_once(make_run, tmp_path):
     database = tmp_path / "db.sqlite3"
     demo_port = f"DEMO_PORT={free_port()}"
     first = make_run("demo", tmp_path, demo_port)
