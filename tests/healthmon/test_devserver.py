@@ -47,7 +47,8 @@ def test_a_demo_service_answers_errors_at_its_rate_and_is_down_in_its_window():
 
 
 def test_the_filesystem_broker_delivers_whole_messages_and_skips_partial_files(tmp_path):
-    options = {"data_folder_in": str(tmp_path), "data_folder_out": str(tmp_path)}
+    folders = ("data_folder_in", "data_folder_out", "control_folder")
+    options = {name: str(tmp_path) for name in folders}
     with Connection(transport="healthmon.devbroker:Transport", transport_options=options) as c:
         queue = c.SimpleQueue("dispatch")
         # A file still being written by another producer: not a message of the queue.
