@@ -1,14 +1,23 @@
 """`make run` and `make demo` as a newcomer meets them (issue 20): a banner that says where to
 go, a quiet log, one clean stop on Ctrl-C or on a TERM to make, and a demo that seeds once."""
 
+import contextlib
 import json
 import os
 import signal
 import sqlite3
-import time
 import urllib.request
 
 from tests.faults.processes import free_port, wait_for
+
+HEARTBEAT = "SELECT beat_at FROM monitoring_heartbeat WHERE name = 'dispatcher'"
+
+
+def _value(database, sql):
+    """The first column of the first row, or None."""
+    with contextlib.closing(sqlite3.connect(database)) as connection:
+        row = connection.execute(sql).fetchone()
+    return None if row is None else row[0]
 
 
 def assert_stopped_cleanly(run, before, took, statuses):
@@ -30,7 +39,14 @@ def test_make_run_says_where_to_go_and_logs_no_tick_lines(make_run, tmp_path):
     with urllib.request.urlopen(f"{url}/register") as page:  # noqa: S310 - loopback
         assert page.status == 200
     since = len(run.lines)
-    time.sleep(3.5)  # beat sends the dispatcher every second: three ticks or more
+    ticks = set()
+
+    def three_ticks():
+        """three dispatcher ticks (its heartbeat row moves on at each)"""
+        ticks.add(_value(tmp_path / "db.sqlite3", HEARTBEAT))
+        return len(ticks - {None}) >= 3
+
+    wait_for(three_ticks, 30, interval=0.1)
     quiet = run.lines[since:]
 
     assert f"healthmon is running at {url}" in banner
@@ -68,11 +84,6 @@ def test_a_term_sent_to_make_stops_make_run_and_every_process_it_started(make_ru
     assert_stopped_cleanly(run, before, took, statuses=(0, 143, -signal.SIGTERM))
 
 
-def _count(database, sql):
-    with sqlite3.connect(database) as connection:
-        return connection.execute(sql).fetchone()[0]
-
-
 def _login(url, email, password):
     request = urllib.request.Request(  # noqa: S310 - loopback
         f"{url}/api/v1/auth/login",
@@ -94,7 +105,7 @@ def test_make_demo_prints_a_login_that_works_and_seeds_its_organization_once(mak
     assert "4 endpoint(s) created, 0 already there" in banner
     assert _login(url, "demo@example.com", "healthmon-demo") == 200
     # The endpoints probe the demo services at once: the charts have data in seconds.
-    wait_for(lambda: _count(database, "SELECT count(*) FROM monitoring_checkresult") >= 4, 30)
+    wait_for(lambda: _value(database, "SELECT count(*) FROM monitoring_checkresult") >= 4, 30)
     first.stop(lambda pid: os.killpg(pid, signal.SIGINT))
 
     second = make_run("demo", tmp_path, demo_port)
@@ -103,6 +114,6 @@ def test_make_demo_prints_a_login_that_works_and_seeds_its_organization_once(mak
 
     assert "demo@example.com, password healthmon-demo" in again
     assert "0 endpoint(s) created, 4 already there" in again
-    assert _count(database, "SELECT count(*) FROM accounts_organization") == 1
-    assert _count(database, "SELECT count(*) FROM accounts_user") == 1
-    assert _count(database, "SELECT count(*) FROM monitoring_endpoint") == 4
+    assert _value(database, "SELECT count(*) FROM accounts_organization") == 1
+    assert _value(database, "SELECT count(*) FROM accounts_user") == 1
+    assert _value(database, "SELECT count(*) FROM monitoring_endpoint") == 4
