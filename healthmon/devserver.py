@@ -51,7 +51,7 @@ class Supervisor:
         """Note the first signal; a second one asks to skip the graceful wait."""
         if self.stop_signal is None:
             self.stop_signal = signum
-            _say("\nStopping healthmon (again to force)...")
+            _say("\nStopping healthmon... (Ctrl-C again to stop at once)")
         else:
             self.forced = True
 
@@ -105,7 +105,8 @@ class Supervisor:
         for process in self.children.values():
             process.wait()
         if left:
-            _say(f"Killed what had not stopped within {STOP_SECONDS:.0f} s.")
+            why = "as asked" if self.forced else f"after {STOP_SECONDS:.0f} s"
+            _say(f"Killed what had not stopped ({why}).")
 
     def _alive(self) -> list[int]:
         """The groups that still hold a process (a child reaped, its own children too)."""
