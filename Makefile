@@ -5,31 +5,38 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 PORT   ?= 8000
 
-.PHONY: run worker beat test test-fast lint format migrate superuser clean bench bench-smoke
+.PHONY: run demo worker beat test test-fast lint format migrate superuser clean bench bench-smoke
 
 $(BIN)/python:
+	@echo "Creating the virtualenv in $(VENV)..."
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 # Re-install whenever pyproject.toml changes.
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e .
-	touch $@
+	@echo "Installing dependencies (first run only, or after pyproject.toml changes; ~30 s)..."
+	@$(BIN)/python -m pip install --quiet --disable-pip-version-check -e .
+	@touch $@
 
 $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(VENV)/.installed $@
 
-## run: serve on http://127.0.0.1:$(PORT) with SQLite, an embedded Celery worker and beat.
-## Probes may reach private addresses here (your own services); production refuses them.
+## run: serve on http://127.0.0.1:$(PORT) with SQLite, an embedded Celery worker and beat:
+## healthmon/devserver.py starts them, says where to go once the server answers, and stops
+## them all on one Ctrl-C. Probes may reach private addresses here (your own services);
+## production refuses them. `make run DEMO=1` is `make demo`.
+devserver = exec $(BIN)/python -m healthmon.devserver --port $(PORT) \
+    $(if $(DEMO_PORT),--demo-port $(DEMO_PORT))
+
 run: $(VENV)/.installed
-	@export DEBUG=$${DEBUG:-true} WEB_BASE_URL=$${WEB_BASE_URL:-http://127.0.0.1:$(PORT)} \
-	    PROBE_ALLOW_PRIVATE_NETWORKS=$${PROBE_ALLOW_PRIVATE_NETWORKS:-true}; \
-	$(BIN)/python manage.py migrate --noinput && \
-	trap 'kill 0' INT TERM EXIT; \
-	$(BIN)/celery -A healthmon worker -B -Q celery,slow,dispatch --pool=threads --concurrency=4 \
-	    --loglevel=INFO & \
-	$(BIN)/python manage.py runserver 127.0.0.1:$(PORT)
+	@$(devserver) $(if $(DEMO),--demo)
+
+## demo: `make run` plus a demo organization (its login is printed) whose endpoints probe small
+## local services started beside it (on DEMO_PORT, default PORT+1), so the charts fill in
+## minutes. Running it again reuses the same organization and endpoints.
+demo: $(VENV)/.installed
+	@$(devserver) --demo
 
 # The production commands live in the Procfile (the README quotes it, tests/deploy runs it):
 # `make worker` and `make beat` run its lines with this checkout's virtualenv first on PATH.
@@ -91,6 +98,7 @@ bench-smoke:
 migrate: $(VENV)/.installed
 	DEBUG=$${DEBUG:-true} $(BIN)/python manage.py migrate --noinput
 
+## superuser: a Django-admin superuser, owner of a new organization of its own (it says which).
 superuser: $(VENV)/.installed
 	DEBUG=$${DEBUG:-true} $(BIN)/python manage.py createsuperuser
 

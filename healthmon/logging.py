@@ -33,8 +33,11 @@ def _renderer(fmt: str) -> list[Any]:
     return [structlog.processors.format_exc_info, structlog.processors.JSONRenderer()]
 
 
-def logging_config(*, fmt: str, level: str) -> dict[str, Any]:
-    """Configure structlog and return the dictConfig that renders every logger the same way."""
+def logging_config(*, fmt: str, level: str, quiet_ticks: bool = False) -> dict[str, Any]:
+    """Configure structlog and return the dictConfig that renders every logger the same way.
+
+    `quiet_ticks` (development) logs Celery's routine lines at DEBUG (see `RoutineAtDebug`).
+    """
     if fmt not in FORMATS:
         raise ValueError(f"LOG_FORMAT={fmt!r}: use json or console.")
     structlog.configure(
@@ -62,7 +65,10 @@ def logging_config(*, fmt: str, level: str) -> dict[str, Any]:
                 ],
             }
         },
-        "filters": {"expected_unreadiness": {"()": ExpectedUnreadiness}},
+        "filters": {
+            "expected_unreadiness": {"()": ExpectedUnreadiness},
+            "routine_at_debug": {"()": RoutineAtDebug},
+        },
         "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "structured"}},
         "root": {"handlers": ["console"], "level": level.upper()},
         # urllib3 logs request lines at DEBUG, and a notification's URL path is a credential
@@ -74,6 +80,11 @@ def logging_config(*, fmt: str, level: str) -> dict[str, Any]:
             "django": {"handlers": [], "level": "INFO", "propagate": True},
             # On the logger, not the handler, so that no handler (a test's either) sees it.
             "django.request": {"filters": ["expected_unreadiness"]},
+            **(
+                {name: {"filters": ["routine_at_debug"]} for name in RoutineAtDebug.LINES}
+                if quiet_ticks
+                else {}
+            ),
         },
     }
 
@@ -88,3 +99,31 @@ class ExpectedUnreadiness(logging.Filter):
             return True
         request = getattr(record, "request", None)
         return getattr(request, "path", None) != READINESS_PATH
+
+
+class RoutineAtDebug(logging.Filter):
+    """Log Celery's routine lines at DEBUG: beat's "Sending due task" and a task's "received"
+    and "succeeded", which the dispatcher's one-second tick makes three a second (and kombu's
+    warning that the filesystem broker's URL names no host).
+
+    Set on their loggers, so a record is demoted before any handler sees it, and kept only
+    when that logger allows DEBUG. A task's failure keeps its level.
+    """
+
+    LINES = {
+        "celery.beat": "Scheduler: Sending due task",
+        "celery.worker.strategy": "Task %(name)s[%(id)s] received",
+        "celery.app.trace": "Task %(name)s[%(id)s] succeeded",
+        # The filesystem broker's URL has no host, and kombu says so at every connection.
+        "kombu.connection": "No hostname was supplied",
+    }
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Demote a routine record to DEBUG; drop it unless its logger allows DEBUG."""
+        start = self.LINES.get(record.name)
+        if start is None or record.levelno > logging.WARNING:
+            return True
+        if not str(record.msg).startswith(start):
+            return True
+        record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+        return logging.getLogger(record.name).isEnabledFor(logging.DEBUG)

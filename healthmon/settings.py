@@ -79,6 +79,9 @@ ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost"] if 
 
 INSTALLED_APPS = [
     "django.contrib.admin",
+    # Before django.contrib.auth, whose commands it overrides (`createsuperuser`): the first
+    # app listed with a command wins.
+    "accounts",
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -89,7 +92,6 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "django_filters",
-    "accounts",
     "apikeys",
     "monitoring",
     "alerts",
@@ -442,6 +444,8 @@ if CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
         "unacked_restore_throttle": 1,
     }
 if CELERY_BROKER_URL.startswith("filesystem://"):
+    # kombu's filesystem transport, with each message written whole (healthmon/devbroker.py).
+    CELERY_BROKER_TRANSPORT = "healthmon.devbroker:Transport"
     _broker_dir = STATE_DIR / "celery-broker"
     (_broker_dir / "processed").mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_TRANSPORT_OPTIONS = {
@@ -514,6 +518,8 @@ SPECTACULAR_SETTINGS = {
 LOG_FORMAT = env.str("LOG_FORMAT", default="") or ("console" if DEBUG else "json")
 if LOG_FORMAT not in healthmon_logging.FORMATS:
     raise ImproperlyConfigured(f"LOG_FORMAT={LOG_FORMAT!r} is not a format: use json or console.")
+# In development (DEBUG) Celery's per-tick lines (beat sending the dispatcher every second, each
+# task received and succeeded) are logged at DEBUG: LOG_LEVEL=DEBUG shows them.
 LOGGING = healthmon_logging.logging_config(
-    fmt=LOG_FORMAT, level=env.str("LOG_LEVEL", default="INFO")
+    fmt=LOG_FORMAT, level=env.str("LOG_LEVEL", default="INFO"), quiet_ticks=DEBUG
 )

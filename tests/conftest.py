@@ -278,7 +278,7 @@ def receiver(settings: Any) -> Iterator[Receiver]:
 
 TIER_PATHS = {
     "browser": ("browser",),
-    "services": ("faults", "monitoring/test_worker.py"),
+    "services": ("faults", "monitoring/test_worker.py", "dev"),
     "deploy": ("test_deploy.py", "deploy"),
 }
 # The real servers some probe tests reach (PostgreSQL, MariaDB and Redis on their usual ports),
