@@ -3,8 +3,9 @@
 Each page is loaded at both widths with data at its limits: 200-character names of the
 organization, a project, endpoints (one of them a single unbroken token), a channel, a
 maintenance window and an API key, and a long incident cause. The document must never be
-wider than the viewport (wide tables scroll inside their own box); each page is saved as a
-screenshot in `SCREENSHOT_DIR` (default: a directory under pytest's tmp dir) for review.
+wider than the viewport (wide tables scroll inside their own box), and no chart text may
+be drawn under 11 px; each page is saved as a screenshot in `SCREENSHOT_DIR` (default: a
+directory under pytest's tmp dir) for review.
 """
 
 import os
@@ -126,6 +127,29 @@ def overflow(page: Page, folder: Path, name: str, width: str) -> list[str]:
     return [f"{name} at {width}: {scroll} px wide, not {inner}"] if scroll > inner else []
 
 
+# The smallest text of the visible charts in CSS px: its font size scaled as its SVG is.
+SMALLEST_CHART_TEXT = """() => {
+  const sizes = [];
+  for (const svg of document.querySelectorAll("svg.chart")) {
+    const box = svg.getBoundingClientRect();
+    if (!box.width) continue;  // the drawing for the other kind of screen
+    const scale = box.width / svg.viewBox.baseVal.width;
+    for (const text of svg.querySelectorAll("text")) {
+      sizes.push(parseFloat(getComputedStyle(text).fontSize) * scale);
+    }
+  }
+  return sizes.length ? Math.min(...sizes) : null;
+}"""
+
+
+def small_chart_text(page: Page, name: str, width: str) -> list[str]:
+    """Say so when a chart's text is drawn under 11 px."""
+    smallest = page.evaluate(SMALLEST_CHART_TEXT)
+    if smallest is None or smallest >= 11:
+        return []
+    return [f"{name} at {width}: chart text of {smallest:.1f} px"]
+
+
 def visit(page: Page, path: str, status: int = 200) -> None:
     response = page.goto(path)
     assert response is not None
@@ -187,6 +211,7 @@ def test_signed_in_pages_fit(
     for name, path in signed_in_pages(limits).items():
         visit(page, path)
         wide += overflow(page, screenshots, name, width)
+        wide += small_chart_text(page, name, width)
     visit(page, "/no/such/page", status=404)
     wide += overflow(page, screenshots, "404", width)
     assert not wide
