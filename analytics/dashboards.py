@@ -7,14 +7,14 @@ a page and the same figure from the API always agree.
 import hashlib
 from collections import defaultdict
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TypedDict
 from uuid import UUID
 
 from django.conf import settings
 from django.core.cache import cache
 from django.core.paginator import Page, Paginator
-from django.db.models import Case, IntegerField, QuerySet, Value, When
+from django.db.models import Case, IntegerField, Min, QuerySet, Value, When
 from django.utils.safestring import SafeString
 
 from accounts.models import Project, User
@@ -35,6 +35,8 @@ from monitoring.models import CheckResult, Endpoint, EndpointStatus, Incident
 
 OVERVIEW_PAGE_SIZE = 100
 RECENT = 20
+# The least a chart of a young endpoint spans: its first bucket, not a line a minute wide.
+SHORTEST_CHART = timedelta(minutes=5)
 # Worst first, so that what needs attention leads each project's list.
 STATUS_ORDER = [
     EndpointStatus.DOWN,
@@ -46,7 +48,7 @@ STATUS_ORDER = [
 
 
 def period_window(period: str, now: datetime) -> Window:
-    """The live window of a period name (24h, 7d, 30d) ending now."""
+    """The live window of a period name (1h, 6h, 24h, 7d, 30d) ending now."""
     return Window(now - PERIODS[period], now)
 
 
@@ -90,11 +92,14 @@ class ProjectGroup:
 
 
 class EndpointDetail(TypedDict):
-    """Everything the endpoint page shows: the reports of its period, the last day's
-    response-time series, and its latest checks and incidents."""
+    """Everything the endpoint page shows: the reports of its period, its response-time
+    series, and its latest checks and incidents. `since` is the first check of an endpoint
+    younger than the period (None otherwise); `shown` is the part of the period its charts
+    draw: from that first check, or the whole period."""
 
     window: Window
-    day: Window
+    shown: Window
+    since: datetime | None
     bucket: str
     summary: SummaryRow
     series: list[SeriesPoint]
@@ -112,9 +117,12 @@ class ComparedRow(CompareRow):
 
 
 class Comparison(TypedDict):
-    """The comparison page: its window and bucket, a row per endpoint picked."""
+    """The comparison page: its window and bucket, a row per endpoint picked; `since` and
+    `shown` as on the endpoint page, when every endpoint picked is younger than the window."""
 
     window: Window
+    shown: Window
+    since: datetime | None
     bucket: str
     rows: list[ComparedRow]
 
@@ -203,24 +211,23 @@ def open_incidents(user: User, filters: OverviewFilters, limit: int = RECENT) ->
 
 
 def endpoint_detail(endpoint: Endpoint, period: str, now: datetime) -> EndpointDetail:
-    """Everything the endpoint page shows.
-
-    The response-time graph covers the last 24 hours in 5-minute buckets; availability,
-    SLA, rates and trends cover the chosen period.
+    """Everything the endpoint page shows, over the chosen period: the response-time series
+    (5-minute buckets up to two days, hourly beyond), availability, SLA, rates and trends.
     """
     items = Items("endpoint", [endpoint])
     window = period_window(period, now)
     bucket = bucket_for(window, None)
-    day = period_window("24h", now)
     reads = reports.Reads(items, now)
+    since = first_check(endpoint, window)
     (summary,) = reports.summary(items, window, now, reads)
-    (series,) = reports.response_time(items, day, "5m", reads)
+    (series,) = reports.response_time(items, window, bucket, reads)
     (availability,) = reports.availability(items, window, bucket, now, reads)
     (errors,) = reports.errors(items, window, bucket, now, reads)
     (sla,) = reports.sla(items, window, now, None, reads)
     return {
         "window": window,
-        "day": day,
+        "shown": Window(min(since, window.end - SHORTEST_CHART), window.end) if since else window,
+        "since": since,
         "bucket": bucket,
         "summary": summary,
         "series": series["points"],
@@ -236,6 +243,15 @@ def endpoint_detail(endpoint: Endpoint, period: str, now: datetime) -> EndpointD
     }
 
 
+def first_check(endpoint: Endpoint, window: Window) -> datetime | None:
+    """When an endpoint created inside the window was first checked (None for an older one,
+    or one not checked yet): its charts start there rather than draw an empty period."""
+    if endpoint.created_at <= window.start:
+        return None
+    checks = CheckResult.objects.filter(endpoint=endpoint, checked_at__gte=window.start)
+    return checks.order_by("checked_at").values_list("checked_at", flat=True).first()
+
+
 def comparison(endpoints: list[Endpoint], period: str, now: datetime) -> Comparison:
     """Several endpoints side by side: one overlaid series each and their figures."""
     window = period_window(period, now)
@@ -244,7 +260,12 @@ def comparison(endpoints: list[Endpoint], period: str, now: datetime) -> Compari
     rows = reports.compare(endpoints, window, bucket, now, series_p95=False) if endpoints else []
     by_id = {str(endpoint.pk): endpoint for endpoint in endpoints}
     compared: list[ComparedRow] = [{**row, "object": by_id[row["endpoint"]]} for row in rows]
-    return {"window": window, "bucket": bucket, "rows": compared}
+    since = None
+    if endpoints and all(endpoint.created_at > window.start for endpoint in endpoints):
+        checks = CheckResult.objects.filter(endpoint__in=endpoints, checked_at__gte=window.start)
+        since = checks.aggregate(first=Min("checked_at"))["first"]
+    shown = Window(min(since, window.end - SHORTEST_CHART), window.end) if since else window
+    return {"window": window, "shown": shown, "since": since, "bucket": bucket, "rows": compared}
 
 
 def endpoint_choices(user: User) -> dict[Project, list[Endpoint]]:

@@ -36,7 +36,7 @@ from analytics.rows import (
     Uptimes,
 )
 from analytics.selectors import Coverage
-from analytics.windows import BUCKETS, PERIODS, buckets
+from analytics.windows import BUCKETS, PERIODS, UPTIME_PERIODS, buckets
 from healthmon.intervals import Interval, Window
 from monitoring.models import CheckResult, Endpoint, Incident
 
@@ -195,8 +195,10 @@ def uptime(items: Items, end: datetime, now: datetime) -> list[UptimeRow]:
     end = min(end, now)
     covered = selectors.coverage(items.endpoints, Window(end - PERIODS["30d"], end), now)
     rates = {
-        name: selectors.latency(items.owners, Window(end - length, end), now, histograms=False)
-        for name, length in PERIODS.items()
+        name: selectors.latency(
+            items.owners, Window(end - PERIODS[name], end), now, histograms=False
+        )
+        for name in UPTIME_PERIODS
     }
     rows: list[UptimeRow] = []
     for key, identity, endpoints in items.rows():

@@ -1,6 +1,8 @@
 """Dashboard pages: the overview, an endpoint's page and the comparison view.
 
 Charts are SVG drawn here on the server (`analytics.charts`); the pages need no script.
+Each chart is drawn twice, for wide screens and for phones (charts.css shows one): SVG text
+scales with its drawing, and only a drawing about as wide as the screen keeps it legible.
 """
 
 import uuid
@@ -9,6 +11,7 @@ from typing import Any
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
+from django.utils.safestring import SafeString
 from django.views.decorators.http import require_GET
 
 from accounts.access import member_required, page_user
@@ -20,7 +23,17 @@ from analytics.windows import PERIODS
 from monitoring.access import access_endpoint
 from monitoring.models import Endpoint, EndpointStatus, EndpointType
 
-PERIOD_CHOICES = [("24h", "24 hours"), ("7d", "7 days"), ("30d", "30 days")]
+PERIOD_CHOICES = [
+    ("1h", "1 hour"),
+    ("6h", "6 hours"),
+    ("24h", "24 hours"),
+    ("7d", "7 days"),
+    ("30d", "30 days"),
+]
+# The phone drawing: 320 units shown at 320-340 px on a 360-414 px screen (site.css leaves a
+# chart that much), so its 11-unit text stays at 11 px or more; fewer, wider columns.
+PHONE_WIDTH = 320
+PHONE_COLUMNS = 120
 
 
 def _period(request: HttpRequest) -> str:
@@ -77,28 +90,48 @@ def overview_page(request: HttpRequest) -> HttpResponse:
 @member_required
 @require_GET
 def endpoint_page(request: HttpRequest, endpoint_id: str) -> HttpResponse:
-    """One endpoint: the 24 h response-time graph, availability with incidents, SLA,
-    rates and trends, recent checks and incidents; refreshes every 30 s."""
+    """One endpoint over the chosen period: response time, availability with incidents,
+    SLA, rates and trends, recent checks and incidents; refreshes every 30 s."""
     user = page_user(request)
     endpoint = access_endpoint(user, endpoint_id)
     period = _period(request)
     data = dashboards.endpoint_detail(endpoint, period, timezone.now())
-    day, window = data["day"], data["window"]
+    shown, since = data["shown"], data["since"]
+
+    def response(width: int, height: int, columns: int) -> SafeString:
+        return charts.response_time_chart(
+            data["series"],
+            start=shown.start,
+            end=shown.end,
+            since=since,
+            title=f"Response time of {endpoint.name}",
+            width=width,
+            height=height,
+            max_columns=columns,
+        )
+
+    def availability(width: int, height: int) -> SafeString:
+        found = data["availability"]
+        return charts.availability_chart(
+            found["buckets"],
+            found["incidents"],
+            maintenance=found["maintenance"],
+            start=shown.start,
+            end=shown.end,
+            since=since,
+            title=f"Availability of {endpoint.name}",
+            width=width,
+            height=height,
+        )
+
     context: dict[str, Any] = {
         "endpoint": endpoint,
         "period": period,
         "periods": PERIOD_CHOICES,
-        "response_chart": charts.response_time_chart(
-            data["series"], start=day.start, end=day.end, title=f"Response time of {endpoint.name}"
-        ),
-        "availability_chart": charts.availability_chart(
-            data["availability"]["buckets"],
-            data["availability"]["incidents"],
-            maintenance=data["availability"]["maintenance"],
-            start=window.start,
-            end=window.end,
-            title=f"Availability of {endpoint.name}",
-        ),
+        "response_chart": response(960, 280, 320),
+        "response_chart_phone": response(PHONE_WIDTH, 260, PHONE_COLUMNS),
+        "availability_chart": availability(960, 200),
+        "availability_chart_phone": availability(PHONE_WIDTH, 240),
         "refresh": 30,
         **data,
     }
@@ -139,13 +172,20 @@ def compare_page(request: HttpRequest) -> HttpResponse:
         > MAX_COMPARED
     )
     data = dashboards.comparison(endpoints, period, timezone.now())
-    chart = None
+    chart = chart_phone = None
     if data["rows"]:
-        window = data["window"]
-        chart = charts.comparison_chart(
-            [(row["name"], row["points"]) for row in data["rows"]],
-            start=window.start,
-            end=window.end,
+        series = [(row["name"], row["points"]) for row in data["rows"]]
+        shown, since = data["shown"], data["since"]
+        chart = charts.comparison_chart(series, start=shown.start, end=shown.end, since=since)
+        # One legend row per series on a phone, under the same plot.
+        chart_phone = charts.comparison_chart(
+            series,
+            start=shown.start,
+            end=shown.end,
+            since=since,
+            width=PHONE_WIDTH,
+            height=240 + 16 * len(series),
+            max_columns=PHONE_COLUMNS,
         )
     context = {
         "period": period,
@@ -153,6 +193,7 @@ def compare_page(request: HttpRequest) -> HttpResponse:
         "choices": dashboards.endpoint_choices(user),
         "selected": {str(endpoint.pk) for endpoint in endpoints},
         "chart": chart,
+        "chart_phone": chart_phone,
         "too_many": too_many,
         "max_compared": MAX_COMPARED,
         **data,

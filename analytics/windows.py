@@ -8,7 +8,16 @@ from django.conf import settings
 from analytics.models import TIERS, Rollup
 from healthmon.intervals import Interval, Window, merge, subtract
 
-PERIODS = {"24h": timedelta(hours=24), "7d": timedelta(days=7), "30d": timedelta(days=30)}
+# The named ranges ending now: the pages offer them all, the API's `period=` accepts them all.
+# Uptime figures are always over the last three (UPTIME_PERIODS).
+PERIODS = {
+    "1h": timedelta(hours=1),
+    "6h": timedelta(hours=6),
+    "24h": timedelta(hours=24),
+    "7d": timedelta(days=7),
+    "30d": timedelta(days=30),
+}
+UPTIME_PERIODS = ("24h", "7d", "30d")
 BUCKETS = {"5m": timedelta(minutes=5), "1h": timedelta(hours=1), "1d": timedelta(days=1)}
 MAX_RANGE = timedelta(days=400)
 MAX_POINTS = 10_000

@@ -10,6 +10,7 @@ from drf_spectacular.views import (
 
 from healthmon import health
 from healthmon.api.views import HealthView
+from healthmon.favicon import favicon
 
 api_v1: list[URLPattern | URLResolver] = [
     path("", include("accounts.api.urls")),
@@ -26,6 +27,7 @@ urlpatterns = [
     path("healthz", health.healthz, name="healthz"),
     path("readyz", health.readyz, name="readyz"),
     path("metrics", health.metrics_view, name="metrics"),
+    path("favicon.ico", favicon, name="favicon"),
     path("api/v1/", include(api_v1)),
     # The split view serves its script from a URL: the page then needs no inline script (CSP).
     path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="schema"), name="api-docs"),

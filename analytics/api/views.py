@@ -20,7 +20,7 @@ from analytics import reports
 from analytics.api import serializers as shapes
 from analytics.api.params import Query, QuerySerializer
 from analytics.api.renderers import CSVRenderer
-from analytics.windows import BUCKETS
+from analytics.windows import BUCKETS, PERIODS
 from apikeys.models import Scope
 from healthmon.api.errors import ProblemJSONRenderer
 from healthmon.api.pagination import PageNumberPagination
@@ -30,7 +30,7 @@ from monitoring.models import Endpoint
 _RANGE = [
     OpenApiParameter("from", OpenApiTypes.DATETIME, description="Start (ISO 8601, UTC)."),
     OpenApiParameter("to", OpenApiTypes.DATETIME, description="End (ISO 8601; default now)."),
-    OpenApiParameter("period", str, enum=["24h", "7d", "30d"], description="Default 24h."),
+    OpenApiParameter("period", str, enum=list(PERIODS), description="Default 24h."),
     OpenApiParameter("endpoint", OpenApiTypes.UUID, description="Only this endpoint."),
     OpenApiParameter("project", OpenApiTypes.UUID, description="Only this project."),
     OpenApiParameter("group_by", str, enum=["endpoint", "project"]),

@@ -11,6 +11,7 @@ from analytics.charts.svg import (
     axes,
     box_attrs,
     chart_svg,
+    corner_note,
     legend,
     no_data,
     plot_frame,
@@ -142,6 +143,7 @@ def availability_chart(
     width: int = 960,
     height: int = 200,
     id_prefix: str | None = None,
+    since: datetime | None = None,
 ) -> SafeString:
     """Draw uptime per bucket as bars coloured by level, incidents as bands over them and
     maintenance as dashed bands.
@@ -169,4 +171,5 @@ def availability_chart(
     if all(bucket.get("uptime") is None for bucket in inside):
         body.append(no_data(frame))
     desc = _availability_desc(title, span, inside, [incident for incident, _ in shown])
-    return chart_svg("chart-availability", frame, id_prefix, title, desc, body)
+    note = corner_note(since, frame.short)
+    return chart_svg("chart-availability", frame, id_prefix, title, desc, body, note)

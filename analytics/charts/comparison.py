@@ -19,6 +19,7 @@ from analytics.charts.svg import (
     PALETTE,
     axes,
     chart_svg,
+    corner_note,
     hits,
     legend,
     line_path,
@@ -86,6 +87,7 @@ def comparison_chart(
     height: int = 320,
     max_columns: int = 320,
     id_prefix: str | None = None,
+    since: datetime | None = None,
 ) -> SafeString:
     """Overlay the average response time of up to ten `(label, points)` series."""
     if len(series) > MAX_SERIES:
@@ -100,4 +102,5 @@ def comparison_chart(
     body = [axes(frame, ticks), "".join(lines) if top is not None else no_data(frame)]
     body += [_compare_hits(frame, drawn), legend(frame, keys)]
     desc = _comparison_desc(title, span, drawn)
-    return chart_svg("chart-comparison", frame, id_prefix, title, desc, body)
+    note = corner_note(since, frame.short)
+    return chart_svg("chart-comparison", frame, id_prefix, title, desc, body, note)

@@ -20,6 +20,7 @@ from analytics.charts.svg import (
     axes,
     band_path,
     chart_svg,
+    corner_note,
     hits,
     legend,
     line_path,
@@ -99,6 +100,7 @@ def response_time_chart(
     height: int = 280,
     max_columns: int = 320,
     id_prefix: str | None = None,
+    since: datetime | None = None,
 ) -> SafeString:
     """Draw one series' response time: min-max band, min, max, average and p95 lines.
 
@@ -115,4 +117,5 @@ def response_time_chart(
     body = [axes(frame, ticks), lines, hits(frame, frame.spans(columns), details)]
     body.append(legend(frame, RESPONSE_KEYS))
     desc = _response_desc(title, span, columns)
-    return chart_svg("chart-response", frame, id_prefix, title, desc, body)
+    note = corner_note(since, frame.short)
+    return chart_svg("chart-response", frame, id_prefix, title, desc, body, note)

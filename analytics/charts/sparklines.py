@@ -25,12 +25,17 @@ def sparkline(
 ) -> SafeString:
     """Draw a tiny average response-time line with no axes, for tables and cards.
 
-    The range defaults to the points' own span. The line is scaled to its own low and high
-    so that its shape shows; the accessible label gives the figures.
+    The range defaults to the points' own span from the first with a figure: a young
+    endpoint's line fills the sparkline instead of being a dash at its right end. The line
+    is scaled to its own low and high so that its shape shows; the accessible label gives
+    the figures.
     """
     width, height = int(width), int(height)  # they are written into the markup unescaped
     stamps = sorted(p["t"].timestamp() for p in points) or [0.0]
     gaps = [b - a for a, b in itertools.pairwise(stamps) if b > a]
+    if start is None:
+        known = [p["t"].timestamp() for p in points if p.get("avg_ms") is not None]
+        stamps = [stamp for stamp in stamps if stamp >= min(known)] if known else stamps
     t0 = start.timestamp() if start else stamps[0]
     t1 = end.timestamp() if end else stamps[-1] + min(gaps, default=FINEST_BUCKET)
     columns = columns_of(points, t0, t1, width) if points and t1 > t0 else []

@@ -3,6 +3,7 @@
 import re
 import uuid
 from collections.abc import Callable, Sequence
+from datetime import datetime
 
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
@@ -24,6 +25,8 @@ from analytics.charts.words import day, ms, shorten, utc
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
 NO_DATA = "No data in this period"
 TEXT, GRID = "#666", "#888"  # mid grey: legible on light and dark pages alike
+GLYPH = 6.2  # an average glyph's width at the charts' 11-unit font
+TITLE_GLYPH = 8.2  # and in the title's 13-unit bold (charts.css)
 PREFIX = re.compile(r"[A-Za-z][\w-]*\Z")
 
 
@@ -57,10 +60,29 @@ def safe(markup: str) -> SafeString:
     return mark_safe(markup)  # noqa: S308 - built by tag and title_tag, which escape every value
 
 
+def corner_note(since: datetime | None, short: bool) -> str:
+    """What the top right corner says: the time zone, and where a young endpoint's chart
+    starts (its first check) rather than at the period's start."""
+    if since is None:
+        return "UTC"
+    moment = utc(since.timestamp())
+    moment_text = f"{moment:%H:%M}" if short else f"{day(moment)} {moment:%H:%M}"
+    return f"since {moment_text} UTC (first check)"
+
+
 def chart_svg(
-    kind: str, frame: Frame, id_prefix: str | None, title: str, desc: str, body: list[str]
+    kind: str,
+    frame: Frame,
+    id_prefix: str | None,
+    title: str,
+    desc: str,
+    body: list[str],
+    note: str = "UTC",
 ) -> SafeString:
-    """The whole chart: accessible name and description, visible title, then the body."""
+    """The whole chart: accessible name and description, visible title, then the body.
+
+    The visible title is cut to the room the corner note leaves it, or left out where that
+    is too little to read (the whole title stays the chart's accessible name)."""
     if id_prefix is not None and not PREFIX.match(id_prefix):
         raise ValueError("id_prefix must be a letter followed by letters, digits, _ or -")
     # Several charts share a page: ids must differ, hence a random prefix by default.
@@ -72,11 +94,15 @@ def chart_svg(
         f' font-size="11"><title id="{pid}-title">{escape(title)}</title>'
         f'<desc id="{pid}-desc">{escape(desc)}</desc>'
     )
-    caption = tag(
-        "text", escape(title), cls="chart-title", x=LEFT, y=16, fill=TEXT, font_weight=600
+    room = int((frame.right - LEFT - GLYPH * len(note) - 16) / TITLE_GLYPH)
+    caption = ""
+    if room >= 8:
+        shown = escape(shorten(title, room))
+        caption = tag("text", shown, cls="chart-title", x=LEFT, y=16, fill=TEXT, font_weight=600)
+    corner = tag(
+        "text", escape(note), cls="axis-note", x=frame.right, y=16, fill=TEXT, text_anchor="end"
     )
-    note = tag("text", "UTC", cls="axis-note", x=frame.right, y=16, fill=TEXT, text_anchor="end")
-    return safe(head + caption + note + "".join(body) + "</svg>")
+    return safe(head + caption + corner + "".join(body) + "</svg>")
 
 
 def axes(frame: Frame, y_ticks: Sequence[float], label: Callable[[float], str] = ms) -> str:
@@ -108,7 +134,7 @@ def _legend_places(labels: Sequence[str], width: int) -> list[tuple[float, int]]
     """(x, row) of each legend entry, wrapping at the chart's width."""
     x, row, places = float(LEFT), 0, []
     for label in labels:
-        size = 42 + 6.2 * len(shorten(label))  # swatch, gaps, an average glyph's width
+        size = 42 + GLYPH * len(shorten(label))  # swatch, gaps and the label
         if x + size > width - RIGHT and x > LEFT:
             x, row = float(LEFT), row + 1
         places.append((x, row))
