@@ -372,7 +372,7 @@ def test_endpoint_page_lists_incidents_with_cause_and_duration(pages, cast, flee
     assert "ongoing" in visible_text(db)
     assert "connection refused" in visible_text(db)
     assert "ongoing" not in visible_text(web)
-    assert "2026-11-20 07:00:00 2026-11-20 07:40:00 40 min 0 s HTTP 503" in visible_text(web)
+    assert "2026-11-20 07:00:00 2026-11-20 07:40:00 40 min HTTP 503" in visible_text(web)
 
 
 def test_endpoint_page_draws_both_charts(pages, cast, fleet, clock):
