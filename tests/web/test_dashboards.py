@@ -9,7 +9,7 @@ import pytest
 import time_machine
 
 from accounts.models import Project
-from healthmon.templatetags.healthmon import duration, ms, pct, signed
+from healthmon.templatetags.healthmon import duration, ms, pct, signed, uptime
 from monitoring.models import EndpointStatus
 from tests.web.conftest import Markup, cells, endpoint_row, fragment, html, visible_text
 
@@ -137,9 +137,9 @@ def test_overview_figures_equal_the_analytics_api(pages, api, cast, fleet, clock
             row = endpoint_row(response, fleet[key])
             figures = api_figures(api, "summary", fleet[key], period=period)
             assert row[3:7] == [
-                pct(figures["uptime_24h"]),
-                pct(figures["uptime_7d"]),
-                pct(figures["uptime_30d"]),
+                visible_text(uptime(figures["uptime_24h"])),
+                visible_text(uptime(figures["uptime_7d"])),
+                visible_text(uptime(figures["uptime_30d"])),
                 ms(figures["avg_ms"]),
             ], (period, key)
 
