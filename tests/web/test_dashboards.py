@@ -428,6 +428,70 @@ def test_the_paused_endpoint_page_offers_resume_not_check_now(pages, cast, make_
     assert paused.status == EndpointStatus.PAUSED
 
 
+# --- No data yet ------------------------------------------------------------------------------
+
+
+def test_the_overview_shows_no_data_yet_for_a_pending_endpoint(pages, cast, fleet, clock):
+    response = pages.as_user(cast.owner).get("/")
+
+    fresh = endpoint_row(response, fleet["fresh"])
+    assert fresh[1] == "Pending (no check yet)"
+    assert fresh[3:6] == ["No data yet"] * 3
+    assert not any("100" in cell or "%" in cell for cell in fresh)
+    assert endpoint_row(response, fleet["cache"])[3] == "100.00 %"  # checked: a figure
+
+
+@pytest.mark.parametrize("period", PERIODS)
+def test_the_page_of_a_pending_endpoint_claims_no_uptime_and_no_standing(
+    pages, cast, fleet, clock, period
+):
+    response = pages.as_user(cast.owner).get(f"/endpoints/{fleet['fresh'].pk}", {"period": period})
+
+    text = visible_text(response)
+    assert "Uptime (24 h / 7 d / 30 d) No data yet until the first check" in text
+    assert f"Availability, last {period}: No data yet" in text
+    assert "No data yet: the first check has not run." in text
+    assert "100.00" not in text
+    assert "watched" not in text  # no "downtime 0 s of 0 s watched"
+    sla = visible_text(fragment(response, 'id="sla"', "</section>"))
+    assert "Met" not in sla
+    assert "Missed" not in sla
+    for target in (99.9, 99.95, 99.99):
+        tier = cells(fragment(response, f'<tr data-tier="{target}">'))
+        assert tier[2].startswith("— (")  # nothing allowed yet; the month's allowance stays
+        assert tier[3:] == ["—", "—", "No data yet"], target
+
+
+def test_compare_shows_no_data_yet_beside_a_measured_endpoint(pages, cast, fleet, clock):
+    response = compare(pages.as_user(cast.owner), [fleet["fresh"].pk, fleet["cache"].pk])
+
+    fresh, cache = endpoint_row(response, fleet["fresh"]), endpoint_row(response, fleet["cache"])
+    assert fresh[6] == "No data yet"
+    assert fresh[8:] == ["0", "99.9 %: No data yet"]
+    assert "met" not in fresh[9]
+    assert (cache[6], cache[9]) == ("100.000 %", "99.9 %: met")
+
+
+def test_minutes_of_watching_show_budgets_in_tenths_of_seconds(pages, cast, make_endpoint, record):
+    with time_machine.travel(NOW - timedelta(minutes=10), tick=False):
+        young = make_endpoint(cast.project, name="Young")
+    record(young, [(NOW - timedelta(minutes=10 - k), True, 20.0) for k in range(10)])
+
+    with time_machine.travel(NOW, tick=False):
+        response = pages.as_user(cast.owner).get(f"/endpoints/{young.pk}")
+
+    text = visible_text(response)
+    assert "Uptime 100.0000 %, downtime 0 s of 10 min watched (10 checks)." in text
+    shown = [cells(fragment(response, f'<tr data-tier="{t}">')) for t in (99.9, 99.95, 99.99)]
+    assert [row[2] for row in shown] == [
+        "0.6 s (43 min 12 s a month)",
+        "0.3 s (21 min 36 s a month)",
+        "0.06 s (4 min 19 s a month)",
+    ]
+    assert [row[4] for row in shown] == ["0.6 s", "0.3 s", "0.06 s"]
+    assert [row[5] for row in shown] == ["Met"] * 3
+
+
 # --- Comparison -------------------------------------------------------------------------------
 
 
