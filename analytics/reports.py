@@ -119,10 +119,7 @@ class Reads:
         counts: dict[UUID, list[int]] = defaultdict(lambda: [0] * len(windows))
         missing: list[int] = []
         for index, window in enumerate(windows):
-            read = next(
-                (self._latency[k] for k in ((window, True), (window, False)) if k in self._latency),
-                None,
-            )
+            read = self._latency.get((window, True), self._latency.get((window, False)))
             if read is None:
                 missing.append(index)
                 continue

@@ -9,6 +9,8 @@ import pytest
 import time_machine
 
 from accounts.models import Project
+from analytics.selectors import check_counts, latency
+from healthmon.intervals import Window
 from monitoring.models import Endpoint
 from monitoring.services import EndpointChanges, endpoint_update
 from tests.analytics.conftest import figures
@@ -264,3 +266,20 @@ def test_the_schema_marks_figures_without_data_nullable(api):
     assert not nullable("Tier", "allowed_downtime_month_s")
     assert nullable("Availability", "uptime")
     assert "null with no data" in schemas["Tier"]["properties"]["compliant"]["description"].lower()
+
+
+def test_check_counts_equal_the_counts_latency_reads(went_quiet, pending):
+    now = T0 + 3 * DAY
+    windows = [
+        Window(now - DAY, now),
+        Window(now - 7 * DAY, now),
+        Window(now - 30 * DAY, now),
+        Window(T0 + 5 * HOUR + 7 * MINUTE, T0 + 9 * HOUR + 53 * MINUTE),  # edges off the grid
+    ]
+    owners = {went_quiet.pk: went_quiet.pk, pending.pk: pending.pk}
+
+    counted = check_counts(owners, windows, now)
+
+    assert counted[went_quiet.pk] == [latency(owners, w, now)[went_quiet.pk].count for w in windows]
+    assert counted[went_quiet.pk][:3] == [0, 144, 144]
+    assert counted[pending.pk] == [0] * 4
