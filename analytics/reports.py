@@ -113,6 +113,25 @@ class Reads:
         self._latency[window, histograms] = found
         return found
 
+    def checks(self, windows: Sequence[Window]) -> dict[UUID, list[int]]:
+        """Checks per item in each window: from latency already read where it was, the
+        rest counted together (`selectors.check_counts`)."""
+        counts: dict[UUID, list[int]] = defaultdict(lambda: [0] * len(windows))
+        missing: list[int] = []
+        for index, window in enumerate(windows):
+            read = self._latency.get((window, True), self._latency.get((window, False)))
+            if read is None:
+                missing.append(index)
+                continue
+            for key, stats in read.items():
+                counts[key][index] = stats.count
+        if missing:
+            chosen = [windows[index] for index in missing]
+            for key, found in selectors.check_counts(self.items.owners, chosen, self.now).items():
+                for index, value in zip(missing, found, strict=True):
+                    counts[key][index] = value
+        return counts
+
     def series(
         self, tier: type[Rollup], window: Window, histograms: bool = True
     ) -> dict[UUID, dict[datetime, Latency]]:
@@ -154,14 +173,29 @@ def _sum_coverage(
     return watched, down
 
 
-def _uptimes(
-    covered: dict[UUID, Coverage], endpoints: Sequence[Endpoint], end: datetime
-) -> Uptimes:
-    def over(period: str) -> float | None:
-        within = Window(end - PERIODS[period], end)
-        return selectors.uptime_percent(*_sum_coverage(covered, endpoints, within))
+# The spans every uptime figure covers (UPTIME_PERIODS), ending at the end of a report's range.
 
-    return {"uptime_24h": over("24h"), "uptime_7d": over("7d"), "uptime_30d": over("30d")}
+
+def _uptime_windows(end: datetime) -> list[Window]:
+    return [Window(end - PERIODS[period], end) for period in UPTIME_PERIODS]
+
+
+def _uptimes(
+    covered: dict[UUID, Coverage], endpoints: Sequence[Endpoint], end: datetime, checks: list[int]
+) -> Uptimes:
+    """Uptime over each of UPTIME_PERIODS to `end`, None where it holds no check."""
+    day, week, month = (
+        selectors.uptime_percent(*_sum_coverage(covered, endpoints, within), count)
+        for within, count in zip(_uptime_windows(end), checks, strict=True)
+    )
+    return {
+        "uptime_24h": day,
+        "uptime_7d": week,
+        "uptime_30d": month,
+        "checks_24h": checks[0],
+        "checks_7d": checks[1],
+        "checks_30d": checks[2],
+    }
 
 
 def summary(
@@ -179,10 +213,11 @@ def summary(
     figures = reads.latency(window, percentiles)
     end = min(window.end, now)
     covered = reads.coverage(Window(end - PERIODS["30d"], end))
+    counts = reads.checks(_uptime_windows(end))
     rows: list[SummaryRow] = []
     for key, identity, endpoints in items.rows():
         stats = figures.get(key, Latency()).figures()
-        uptimes = _uptimes(covered, endpoints, end)
+        uptimes = _uptimes(covered, endpoints, end, counts[key])
         about: EndpointFacts = {}
         if items.group_by == "endpoint":
             about = {"status": endpoints[0].status, "sla_target": endpoints[0].sla_target}
@@ -191,27 +226,24 @@ def summary(
 
 
 def uptime(items: Items, end: datetime, now: datetime) -> list[UptimeRow]:
-    """Per item: time-weighted uptime and check success rate over 24 h, 7 d and 30 d."""
+    """Per item: time-weighted uptime and check success rate over 24 h, 7 d and 30 d,
+    with the checks in each."""
     end = min(end, now)
     covered = selectors.coverage(items.endpoints, Window(end - PERIODS["30d"], end), now)
-    rates = {
-        name: selectors.latency(
-            items.owners, Window(end - PERIODS[name], end), now, histograms=False
-        )
-        for name in UPTIME_PERIODS
-    }
+    rates = [
+        selectors.latency(items.owners, within, now, histograms=False)
+        for within in _uptime_windows(end)
+    ]
     rows: list[UptimeRow] = []
     for key, identity, endpoints in items.rows():
-        success = {
-            name: found.get(key, Latency()).figures()["success_rate"]
-            for name, found in rates.items()
-        }
+        day, week, month = (found.get(key, Latency()).figures() for found in rates)
+        checks = [day["checks"], week["checks"], month["checks"]]
         row: UptimeRow = {
             **identity,
-            **_uptimes(covered, endpoints, end),
-            "success_rate_24h": success["24h"],
-            "success_rate_7d": success["7d"],
-            "success_rate_30d": success["30d"],
+            **_uptimes(covered, endpoints, end, checks),
+            "success_rate_24h": day["success_rate"],
+            "success_rate_7d": week["success_rate"],
+            "success_rate_30d": month["success_rate"],
         }
         rows.append(row)
     return rows
@@ -273,26 +305,34 @@ def availability(
     items: Items, window: Window, bucket: str, now: datetime, reads: Reads | None = None
 ) -> list[AvailabilityRow]:
     """Per item: uptime % per bucket, and the incidents and maintenance inside the window
-    (maintenance counts as neither up nor down time)."""
+    (maintenance counts as neither up nor down time).
+
+    A bucket's uptime is None when nothing was watched in it (before the first check,
+    paused); every uptime is None when the window holds no check. A bucket is not asked
+    for a check of its own: it may be shorter than the endpoint's interval."""
     width = BUCKETS[bucket]
-    covered = (reads or Reads(items, now)).coverage(window)
+    reads = reads or Reads(items, now)
+    covered = reads.coverage(window)
+    counts = reads.checks([window])
     starts = list(buckets(window, width))
     incidents = _incidents(items.endpoint_ids, window)
     rows: list[AvailabilityRow] = []
-    for _key, identity, endpoints in items.rows():
+    for key, identity, endpoints in items.rows():
         watched = _spread([i for e in endpoints for i in covered[e.pk].watched], starts, width)
         down = _spread([i for e in endpoints for i in covered[e.pk].down], starts, width)
         overall = _sum_coverage(covered, endpoints)
+        (checks,) = counts[key]
         members = {endpoint.pk for endpoint in endpoints}
         rows.append(
             {
                 **identity,
-                "uptime": selectors.uptime_percent(*overall),
+                "checks": checks,
+                "uptime": selectors.uptime_percent(*overall, checks),
                 "downtime_s": round(overall[1], 3),
                 "buckets": [
                     {
                         "t": start,
-                        "uptime": selectors.uptime_percent(watched[i], down[i]),
+                        "uptime": selectors.uptime_percent(watched[i], down[i], checks),
                         "downtime_s": round(down[i], 3),
                     }
                     for i, start in enumerate(starts)
@@ -404,16 +444,21 @@ def sla(
     targets: Sequence[float] | None,
     reads: Reads | None = None,
 ) -> list[SlaRow]:
-    """Per item: uptime over the window and each SLA tier's budget side by side."""
-    covered = (reads or Reads(items, now)).coverage(window)
+    """Per item: uptime over the window and each SLA tier's budget side by side; with no
+    check in the window (or nothing watched), no uptime and no standing."""
+    reads = reads or Reads(items, now)
+    covered = reads.coverage(window)
+    counts = reads.checks([window])
     rows: list[SlaRow] = []
-    for _key, identity, endpoints in items.rows():
+    for key, identity, endpoints in items.rows():
         watched, down = _sum_coverage(covered, endpoints)
+        (checks,) = counts[key]
         figures: SlaFigures = {
-            "uptime": selectors.uptime_percent(watched, down),
+            "checks": checks,
+            "uptime": selectors.uptime_percent(watched, down, checks),
             "watched_s": round(watched, 3),
             "downtime_s": round(down, 3),
-            "tiers": selectors.sla_tiers(watched, down, targets),
+            "tiers": selectors.sla_tiers(watched, down, targets, checks),
         }
         target: SlaTarget = {}
         if items.group_by == "endpoint":

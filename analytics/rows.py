@@ -35,11 +35,15 @@ class LatencyFigures(TypedDict):
 
 
 class Uptimes(TypedDict):
-    """Time-weighted uptime % over the 24 h, 7 d and 30 d to a moment."""
+    """Time-weighted uptime % over the 24 h, 7 d and 30 d to a moment, and the checks in
+    each (an uptime is None when its span holds no check)."""
 
     uptime_24h: float | None
     uptime_7d: float | None
     uptime_30d: float | None
+    checks_24h: int
+    checks_7d: int
+    checks_30d: int
 
 
 class SlaTarget(TypedDict, total=False):
@@ -115,6 +119,7 @@ class MaintenanceRow(TypedDict):
 class AvailabilityRow(Identity):
     """Uptime per bucket, with the incidents and the maintenance inside the window."""
 
+    checks: int
     uptime: float | None
     downtime_s: float
     buckets: list[AvailabilityBucket]
@@ -151,22 +156,24 @@ class ErrorsRow(Identity):
 
 
 class SlaTier(TypedDict):
-    """One SLA tier's budget and standing for a watched span."""
+    """One SLA tier's budget and standing for a watched span (None without data)."""
 
     target: float
     tier: str
     uptime: float | None
     allowed_downtime_month_s: float
     allowed_downtime_year_s: float
-    allowed_downtime_s: float
-    downtime_s: float
-    budget_remaining_s: float
+    allowed_downtime_s: float | None
+    downtime_s: float | None
+    budget_remaining_s: float | None
     compliant: bool | None
 
 
 class SlaFigures(TypedDict):
-    """Uptime over a window, the time watched and down, and each SLA tier's standing."""
+    """Uptime over a window, the checks, time watched and down, and each SLA tier's
+    standing."""
 
+    checks: int
     uptime: float | None
     watched_s: float
     downtime_s: float

@@ -2,8 +2,9 @@
 
 Latency and rates come from rollups (a range is tiled by the coarsest rows that fit it);
 uptime comes from incidents: downtime is incident time inside the window, over the time
-the endpoint was watched in it (before creation, while paused and during maintenance
-windows do not count).
+the endpoint was watched in it (before its first check, while paused, while waiting for the
+first check after a resume or a new target, and during maintenance windows do not count).
+A figure over a span with no check is None, never a perfect score.
 """
 
 import itertools
@@ -110,6 +111,66 @@ _SQL_AGGREGATE = {
 }
 
 
+def check_counts(
+    owners: Mapping[UUID, UUID], windows: Sequence[Window], now: datetime
+) -> dict[UUID, list[int]]:
+    """Checks per owner (see `latency`) in each window, tiled as `latency` tiles it, so
+    the counts equal its `count`s: one query for all the windows and tiers at once."""
+    counts: dict[UUID, list[int]] = defaultdict(lambda: [0] * len(windows))
+    by_tier: dict[type[Rollup], list[tuple[int, datetime, datetime]]] = defaultdict(list)
+    for index, window in enumerate(windows):
+        for tier, start, end in tiles(window, now):
+            by_tier[tier].append((index, start, end))
+    if not owners or not by_tier:
+        return counts
+    parts, params = [], []
+    for tier, spans in by_tier.items():
+        sql, values = _tier_counts(tier, list(owners), spans, len(windows))
+        parts.append(sql)
+        params += values
+    with connection.cursor() as cursor:
+        cursor.execute(" UNION ALL ".join(parts), params)
+        rows = cursor.fetchall()
+    for endpoint_id, *found in rows:
+        # SQLite keeps UUIDs as text.
+        key = endpoint_id if isinstance(endpoint_id, UUID) else UUID(endpoint_id)
+        totals = counts[owners[key]]
+        for index, value in enumerate(found):
+            totals[index] += value or 0
+    return counts
+
+
+def _tier_counts(
+    tier: type[Rollup],
+    endpoint_ids: list[UUID],
+    spans: Sequence[tuple[int, datetime, datetime]],
+    windows: int,
+) -> tuple[str, list[Any]]:
+    """The SQL and parameters of (endpoint id, checks in window 0, window 1, ...) per
+    endpoint from one tier's rows; `spans` are (window index, start, end). SQL for the
+    reason `_tier_sums` gives."""
+    ops = connection.ops
+    id_field = tier._meta.get_field("endpoint").target_field
+    between = "(bucket >= %s AND bucket < %s)"
+    mine = [[(start, end) for i, start, end in spans if i == index] for index in range(windows)]
+    columns = ", ".join(
+        f"SUM(CASE WHEN {' OR '.join([between] * len(own))} THEN count ELSE 0 END)" if own else "0"
+        for own in mine
+    )
+    # Our own table and column names only; values are parameters.
+    sql = (
+        f"SELECT endpoint_id, {columns} FROM {tier._meta.db_table} "  # noqa: S608
+        f"WHERE endpoint_id IN ({', '.join(['%s'] * len(endpoint_ids))}) "
+        f"AND ({' OR '.join([between] * len(spans))}) "
+        "GROUP BY endpoint_id"
+    )
+    # In the order of the text: each window's spans, the ids, then every span.
+    params = [ops.adapt_datetimefield_value(m) for own in mine for span in own for m in span]
+    params += [id_field.get_db_prep_value(pk, connection) for pk in endpoint_ids]
+    params += [ops.adapt_datetimefield_value(m) for _, start, end in spans for m in (start, end)]
+    return sql, params
+
+
 def series(
     tier: type[Rollup],
     owners: Mapping[UUID, UUID],
@@ -198,10 +259,10 @@ def coverage(endpoints: Sequence[Endpoint], window: Window, now: datetime) -> di
     pauses: dict[UUID, list[_Move]] = defaultdict(list)
     # Tuples, not model instances: a page of endpoints can have thousands of these rows.
     for endpoint_id, changed_at, from_status, to_status in (
-        # The whole pause history: whether it was paused at creation shows in the first
-        # move, which may come after the window.
+        # The whole history of moves into and out of the unwatched statuses: the state at
+        # creation shows in the first move, which may come after the window.
         StatusChange.objects.filter(endpoint_id__in=ids)
-        .filter(Q(to_status=EndpointStatus.PAUSED) | Q(from_status=EndpointStatus.PAUSED))
+        .filter(Q(to_status__in=UNWATCHED) | Q(from_status__in=UNWATCHED))
         .order_by("endpoint_id", "changed_at", "id")
         .values_list("endpoint_id", "changed_at", "from_status", "to_status")
     ):
@@ -225,8 +286,13 @@ def coverage(endpoints: Sequence[Endpoint], window: Window, now: datetime) -> di
     return result
 
 
+# Statuses in which nothing is watched: paused, or pending, waiting for the first check
+# since creation, a resume or a new target (no result speaks for that time).
+UNWATCHED = (EndpointStatus.PAUSED, EndpointStatus.PENDING)
+
+
 class _Move(NamedTuple):
-    """A move into or out of a pause."""
+    """A move into or out of an unwatched status."""
 
     changed_at: datetime
     from_status: str
@@ -234,37 +300,48 @@ class _Move(NamedTuple):
 
 
 def _watched(endpoint: Endpoint, changes: list[_Move], now: datetime) -> list[Interval]:
-    """From creation to now, less the paused stretches the status history records."""
-    # Paused at creation when the first recorded move is out of a pause.
-    paused = changes[0].from_status == EndpointStatus.PAUSED if changes else not endpoint.enabled
+    """From creation to now, less the paused and pending stretches the status history
+    records: watching starts with the first check."""
+    # Unwatched at creation when the first recorded move leaves an unwatched status; with
+    # no move at all, the status is still the one it was created with.
+    idle = (changes[0].from_status if changes else endpoint.status) in UNWATCHED
     intervals, since = [], endpoint.created_at
     for change in changes:
-        if change.to_status == EndpointStatus.PAUSED and not paused:
+        if change.to_status in UNWATCHED and not idle:
             intervals.append((since, change.changed_at))
-            paused = True
-        elif change.from_status == EndpointStatus.PAUSED and paused:
-            since, paused = change.changed_at, False
-    if not paused:
+            idle = True
+        elif change.to_status not in UNWATCHED and idle:
+            since, idle = change.changed_at, False
+    if not idle:
         intervals.append((since, now))
     return intervals
 
 
-def uptime_percent(watched: float, down: float) -> float | None:
-    """Uptime % of watched time; None when nothing was watched."""
-    if watched <= 0:
+def uptime_percent(watched: float, down: float, checks: int | None = None) -> float | None:
+    """Uptime % of watched time; None when nothing was watched, or when `checks` (the
+    checks in the same span, where known) is 0: no data is no perfect score."""
+    if watched <= 0 or checks == 0:
         return None
     return round(100 * (1 - down / watched), 4)
 
 
-def sla_tiers(watched: float, down: float, targets: Sequence[float] | None = None) -> list[SlaTier]:
-    """Each SLA tier's budget and standing for one watched span."""
-    uptime = uptime_percent(watched, down)
+def sla_tiers(
+    watched: float,
+    down: float,
+    targets: Sequence[float] | None = None,
+    checks: int | None = None,
+) -> list[SlaTier]:
+    """Each SLA tier's budget and standing for one watched span; with no data (nothing
+    watched, or no check), its figures for the span are None, the tier's own allowances
+    per month and year stay."""
+    uptime = uptime_percent(watched, down, checks)
     rows: list[SlaTier] = []
     for target, label in SLA_TIERS:
         if targets and target not in targets:
             continue
         share = (100 - target) / 100
         allowed = share * watched
+        measured = uptime is not None
         rows.append(
             {
                 "target": target,
@@ -272,11 +349,11 @@ def sla_tiers(watched: float, down: float, targets: Sequence[float] | None = Non
                 "uptime": uptime,
                 "allowed_downtime_month_s": round(share * MONTH, 3),
                 "allowed_downtime_year_s": round(share * YEAR, 3),
-                "allowed_downtime_s": round(allowed, 3),
-                "downtime_s": round(down, 3),
-                "budget_remaining_s": round(max(0.0, allowed - down), 3),
+                "allowed_downtime_s": round(allowed, 3) if measured else None,
+                "downtime_s": round(down, 3) if measured else None,
+                "budget_remaining_s": round(max(0.0, allowed - down), 3) if measured else None,
                 # Against the unrounded budget: a rounded uptime could hide a second over.
-                "compliant": None if uptime is None else down <= allowed + 1e-6,
+                "compliant": down <= allowed + 1e-6 if measured else None,
             }
         )
     return rows

@@ -9,12 +9,14 @@ S = serializers.Serializer[Any]
 _MS: dict[str, Any] = {"allow_null": True, "help_text": "Milliseconds, successful checks only."}
 _PERCENT: dict[str, Any] = {
     "allow_null": True,
-    "help_text": "Percent; null when there is nothing to measure.",
+    "help_text": "Percent; null when there is nothing to measure (no check).",
 }
 _UPTIME: dict[str, Any] = {
     "allow_null": True,
-    "help_text": "Time-weighted uptime %: 100 * (1 - incident time / watched time).",
+    "help_text": "Time-weighted uptime %: 100 * (1 - incident time / watched time); null "
+    "with no data: nothing watched (before the first check, paused) or no check in the span.",
 }
+_NO_DATA = "Null with no data (nothing watched, or no check in the range)."
 
 
 class _Identity(S):
@@ -24,7 +26,7 @@ class _Identity(S):
 
 
 class _Latency(S):
-    checks = serializers.IntegerField()
+    checks = serializers.IntegerField(help_text="Checks in the range; 0: every figure is null.")
     failures = serializers.IntegerField()
     success_rate = serializers.FloatField(allow_null=True, help_text="Check-count success rate, %.")
     error_rate = serializers.FloatField(allow_null=True, help_text="Check-count error rate, %.")
@@ -40,6 +42,9 @@ class _Uptimes(S):
     uptime_24h = serializers.FloatField(**_UPTIME)
     uptime_7d = serializers.FloatField(**_UPTIME)
     uptime_30d = serializers.FloatField(**_UPTIME)
+    checks_24h = serializers.IntegerField(help_text="Checks in the 24 h of `uptime_24h`.")
+    checks_7d = serializers.IntegerField(help_text="Checks in the 7 d of `uptime_7d`.")
+    checks_30d = serializers.IntegerField(help_text="Checks in the 30 d of `uptime_30d`.")
 
 
 class SummarySerializer(_Identity, _Latency, _Uptimes):
@@ -86,7 +91,11 @@ class _Incident(S):
 
 class _AvailabilityBucket(S):
     t = serializers.DateTimeField()
-    uptime = serializers.FloatField(**_UPTIME)
+    uptime = serializers.FloatField(
+        allow_null=True,
+        help_text="Time-weighted uptime % of the bucket; null when nothing was watched in it "
+        "(before the first check, paused) or the range holds no check.",
+    )
     downtime_s = serializers.FloatField()
 
 
@@ -100,6 +109,7 @@ class AvailabilitySerializer(_Identity):
     """Uptime per bucket, the downtime incidents and the maintenance inside the range
     (clipped to it; maintenance counts as neither up nor down time)."""
 
+    checks = serializers.IntegerField(help_text="Checks in the range; 0: every uptime is null.")
     uptime = serializers.FloatField(**_UPTIME)
     downtime_s = serializers.FloatField()
     buckets = _AvailabilityBucket(many=True)
@@ -141,18 +151,27 @@ class TierSerializer(S):
     uptime = serializers.FloatField(**_UPTIME)
     allowed_downtime_month_s = serializers.FloatField(help_text="Per 30-day month.")
     allowed_downtime_year_s = serializers.FloatField(help_text="Per 365-day year.")
-    allowed_downtime_s = serializers.FloatField(help_text="For the watched time of the range.")
-    downtime_s = serializers.FloatField()
-    budget_remaining_s = serializers.FloatField(help_text="Allowed minus used, not below 0.")
-    compliant = serializers.BooleanField(allow_null=True)
+    allowed_downtime_s = serializers.FloatField(
+        allow_null=True, help_text=f"For the watched time of the range. {_NO_DATA}"
+    )
+    downtime_s = serializers.FloatField(allow_null=True, help_text=_NO_DATA)
+    budget_remaining_s = serializers.FloatField(
+        allow_null=True, help_text=f"Allowed minus used, not below 0. {_NO_DATA}"
+    )
+    compliant = serializers.BooleanField(
+        allow_null=True, help_text=f"Whether the downtime fits the allowance. {_NO_DATA}"
+    )
 
 
 class SlaSerializer(_Identity):
     """Uptime over the range and the three tiers side by side."""
 
     sla_target = serializers.FloatField(required=False)
+    checks = serializers.IntegerField(help_text="Checks in the range; 0: no uptime, no standing.")
     uptime = serializers.FloatField(**_UPTIME)
-    watched_s = serializers.FloatField(help_text="Seconds watched (not paused) in the range.")
+    watched_s = serializers.FloatField(
+        help_text="Seconds watched in the range: from the first check on, not paused."
+    )
     downtime_s = serializers.FloatField()
     tiers = TierSerializer(many=True)
 

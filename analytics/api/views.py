@@ -50,6 +50,7 @@ CSV_COLUMNS = {
     "sla": [
         *_IDENTITY,
         "sla_target",
+        "checks",
         "watched_s",
         "target",
         "tier",

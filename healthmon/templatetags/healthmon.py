@@ -6,9 +6,11 @@ from typing import Any
 from django import template
 from django.http import QueryDict
 from django.utils import timezone
+from django.utils.html import format_html
 
 register = template.Library()
 DASH = "—"
+NO_DATA = format_html('<span class="muted no-data">{}</span>', "No data yet")
 
 
 @register.filter
@@ -32,21 +34,45 @@ def pct(value: float | None, places: int = 2) -> str:
 
 
 @register.filter
+def uptime(value: float | None, places: int = 2) -> str:
+    """An uptime like `pct`; "No data yet" when there is none (no check, nothing watched):
+    a missing figure must not read as a perfect one."""
+    if value is None:
+        return NO_DATA
+    return pct(value, places)
+
+
+@register.filter
 def duration(seconds: float | None) -> str:
-    """Seconds as `43 s`, `12 min 5 s`, `3 h 4 min`, `2 d 5 h`; a dash when there are none."""
+    """Seconds with the precision their size deserves, in at most two units: `0.04 s`,
+    `0.9 s`, `52.6 s`, `4 min 19 s`, `8 h 46 min`, `2 d 5 h` (a zero second unit is left
+    out: `40 min`); a dash when there are none."""
     if seconds is None:
         return DASH
-    total = round(seconds)
-    days, rest = divmod(total, 86400)
-    hours, rest = divmod(rest, 3600)
-    minutes, secs = divmod(rest, 60)
-    if days:
-        return f"{days} d {hours} h"
-    if hours:
-        return f"{hours} h {minutes} min"
-    if minutes:
-        return f"{minutes} min {secs} s"
-    return f"{secs} s"
+    if seconds < 0:
+        return "-" + duration(-seconds)
+    if round(seconds, 1) < 60:
+        return f"{_short_seconds(seconds)} s"
+    units = (("d", 86_400, "h", 3600), ("h", 3600, "min", 60), ("min", 60, "s", 1))
+    for unit, size, smaller, step in units:
+        # Rounded to the smaller unit first: 59 min 59.6 s is 1 h, not 59 min 60 s.
+        steps = round(seconds / step)
+        if steps * step >= size:
+            whole, rest = divmod(steps, size // step)
+            return f"{whole} {unit}" + (f" {rest} {smaller}" if rest else "")
+    raise AssertionError("unreachable: 60 s and more is at least a minute")  # pragma: no cover
+
+
+def _short_seconds(seconds: float) -> str:
+    """Under a minute: tenths from a second on, two significant digits below (a budget of
+    a few milliseconds is not 0), `0` only for nothing at all."""
+    if seconds == 0:
+        return "0"
+    if seconds < 0.001:
+        return "< 0.001"
+    if seconds < 1:
+        return f"{seconds:.2g}" if seconds < 0.95 else "1"
+    return f"{round(seconds, 1):g}"
 
 
 @register.filter

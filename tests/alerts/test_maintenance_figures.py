@@ -25,13 +25,19 @@ def now() -> Any:
 
 @pytest.fixture
 def down_between(record: Callable[..., int], now: Any) -> Callable[..., None]:
-    """Make an endpoint watched for three hours, down from `a` to `b` minutes ago."""
+    """Make an endpoint watched for three hours (checked first three hours ago: watching
+    starts with the first check), down from `a` to `b` minutes ago."""
 
     def run(endpoint: Endpoint, a: int, b: int) -> None:
         past = now - 180 * MINUTE
         Endpoint.objects.filter(pk=endpoint.pk).update(created_at=past, watch_started_at=past)
         endpoint.refresh_from_db()
-        record(endpoint, [(now - a * MINUTE, False, 20.0), (now - b * MINUTE, True, 20.0)])
+        checks = [
+            (past, True, 20.0),
+            (now - a * MINUTE, False, 20.0),
+            (now - b * MINUTE, True, 20.0),
+        ]
+        record(endpoint, checks)
 
     return run
 

@@ -12,6 +12,7 @@ from tests.analytics.conftest import figures
 
 T0 = datetime(2026, 11, 1, tzinfo=UTC)
 MINUTE = timedelta(minutes=1)
+HOUR = timedelta(hours=1)
 DAY = timedelta(days=1)
 OUTAGE = range(600, 643)  # minutes 600 to 642 fail: 43 checks, an incident of 43 minutes
 
@@ -23,16 +24,18 @@ def ms_of(minute: int) -> float:
 
 @pytest.fixture
 def day(cast, make_endpoint, record):
-    """Created at T0 (or 29 days earlier), checked every minute of the day after T0."""
+    """Created at T0, checked every minute of the day after T0; or created earlier and
+    checked every hour from then to T0 as well (watching starts with the first check)."""
 
     def build(created: datetime = T0, **fields):
         with time_machine.travel(created, tick=False):
             endpoint = make_endpoint(cast.project, interval_seconds=60, **fields)
+        before = [(created + h * HOUR, True, 50.0) for h in range((T0 - created) // HOUR)]
         checks = [
             (T0 + i * MINUTE, i not in OUTAGE, ms_of(i), "" if i not in OUTAGE else "HTTP 503")
             for i in range(1440)
         ]
-        assert record(endpoint, checks) == 1440
+        assert record(endpoint, before + checks) == len(before) + 1440
         return endpoint
 
     return build

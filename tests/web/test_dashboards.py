@@ -9,7 +9,7 @@ import pytest
 import time_machine
 
 from accounts.models import Project
-from healthmon.templatetags.healthmon import duration, ms, pct, signed
+from healthmon.templatetags.healthmon import duration, ms, pct, signed, uptime
 from monitoring.models import EndpointStatus
 from tests.web.conftest import Markup, cells, endpoint_row, fragment, html, visible_text
 
@@ -137,9 +137,9 @@ def test_overview_figures_equal_the_analytics_api(pages, api, cast, fleet, clock
             row = endpoint_row(response, fleet[key])
             figures = api_figures(api, "summary", fleet[key], period=period)
             assert row[3:7] == [
-                pct(figures["uptime_24h"]),
-                pct(figures["uptime_7d"]),
-                pct(figures["uptime_30d"]),
+                visible_text(uptime(figures["uptime_24h"])),
+                visible_text(uptime(figures["uptime_7d"])),
+                visible_text(uptime(figures["uptime_30d"])),
                 ms(figures["avg_ms"]),
             ], (period, key)
 
@@ -372,7 +372,7 @@ def test_endpoint_page_lists_incidents_with_cause_and_duration(pages, cast, flee
     assert "ongoing" in visible_text(db)
     assert "connection refused" in visible_text(db)
     assert "ongoing" not in visible_text(web)
-    assert "2026-11-20 07:00:00 2026-11-20 07:40:00 40 min 0 s HTTP 503" in visible_text(web)
+    assert "2026-11-20 07:00:00 2026-11-20 07:40:00 40 min HTTP 503" in visible_text(web)
 
 
 def test_endpoint_page_draws_both_charts(pages, cast, fleet, clock):
@@ -426,6 +426,70 @@ def test_the_paused_endpoint_page_offers_resume_not_check_now(pages, cast, make_
     assert f"/endpoints/{paused.pk}/resume" in source
     assert f"/endpoints/{paused.pk}/check-now" not in source
     assert paused.status == EndpointStatus.PAUSED
+
+
+# --- No data yet ------------------------------------------------------------------------------
+
+
+def test_the_overview_shows_no_data_yet_for_a_pending_endpoint(pages, cast, fleet, clock):
+    response = pages.as_user(cast.owner).get("/")
+
+    fresh = endpoint_row(response, fleet["fresh"])
+    assert fresh[1] == "Pending (no check yet)"
+    assert fresh[3:6] == ["No data yet"] * 3
+    assert not any("100" in cell or "%" in cell for cell in fresh)
+    assert endpoint_row(response, fleet["cache"])[3] == "100.00 %"  # checked: a figure
+
+
+@pytest.mark.parametrize("period", PERIODS)
+def test_the_page_of_a_pending_endpoint_claims_no_uptime_and_no_standing(
+    pages, cast, fleet, clock, period
+):
+    response = pages.as_user(cast.owner).get(f"/endpoints/{fleet['fresh'].pk}", {"period": period})
+
+    text = visible_text(response)
+    assert "Uptime (24 h / 7 d / 30 d) No data yet until the first check" in text
+    assert f"Availability, last {period}: No data yet" in text
+    assert "No data yet: the first check has not run." in text
+    assert "100.00" not in text
+    assert "watched" not in text  # no "downtime 0 s of 0 s watched"
+    sla = visible_text(fragment(response, 'id="sla"', "</section>"))
+    assert "Met" not in sla
+    assert "Missed" not in sla
+    for target in (99.9, 99.95, 99.99):
+        tier = cells(fragment(response, f'<tr data-tier="{target}">'))
+        assert tier[2].startswith("— (")  # nothing allowed yet; the month's allowance stays
+        assert tier[3:] == ["—", "—", "No data yet"], target
+
+
+def test_compare_shows_no_data_yet_beside_a_measured_endpoint(pages, cast, fleet, clock):
+    response = compare(pages.as_user(cast.owner), [fleet["fresh"].pk, fleet["cache"].pk])
+
+    fresh, cache = endpoint_row(response, fleet["fresh"]), endpoint_row(response, fleet["cache"])
+    assert fresh[6] == "No data yet"
+    assert fresh[8:] == ["0", "99.9 %: No data yet"]
+    assert "met" not in fresh[9]
+    assert (cache[6], cache[9]) == ("100.000 %", "99.9 %: met")
+
+
+def test_minutes_of_watching_show_budgets_in_tenths_of_seconds(pages, cast, make_endpoint, record):
+    with time_machine.travel(NOW - timedelta(minutes=10), tick=False):
+        young = make_endpoint(cast.project, name="Young")
+    record(young, [(NOW - timedelta(minutes=10 - k), True, 20.0) for k in range(10)])
+
+    with time_machine.travel(NOW, tick=False):
+        response = pages.as_user(cast.owner).get(f"/endpoints/{young.pk}")
+
+    text = visible_text(response)
+    assert "Uptime 100.0000 %, downtime 0 s of 10 min watched (10 checks)." in text
+    shown = [cells(fragment(response, f'<tr data-tier="{t}">')) for t in (99.9, 99.95, 99.99)]
+    assert [row[2] for row in shown] == [
+        "0.6 s (43 min 12 s a month)",
+        "0.3 s (21 min 36 s a month)",
+        "0.06 s (4 min 19 s a month)",
+    ]
+    assert [row[4] for row in shown] == ["0.6 s", "0.3 s", "0.06 s"]
+    assert [row[5] for row in shown] == ["Met"] * 3
 
 
 # --- Comparison -------------------------------------------------------------------------------

@@ -19,11 +19,12 @@ T0 = NOW - timedelta(days=2)
 MINUTE = timedelta(minutes=1)
 # The endpoint page: session, user and organization, the endpoint and its project; the
 # period's rollups and coverage (pauses, incidents) read once and shared by its reports, the
-# 24 h series, the previous period's errors and the top causes, recent checks and incidents:
-# 15 to 17 by period (the rollup tiers that tile it), whatever the history holds; and the
-# ids of the projects the user sees, read on their own (`visible_project_ids`); and the
+# checks in the 24 h, 7 d and 30 d its uptimes cover (one query), the 24 h series, the
+# previous period's errors and the top causes, recent checks and incidents: 16 to 18 by
+# period (the rollup tiers that tile it), whatever the history holds; and the ids of the
+# projects the user sees, read on their own (`visible_project_ids`); and the
 # organization's maintenance windows (none here: the link tables are then not read).
-ENDPOINT_PAGE_CEILING = 19
+ENDPOINT_PAGE_CEILING = 20
 # The alerts page: session, user and organization; the projects the user sees, the channels
 # with their latest deliveries (one prefetch), the windows, the scope link tables of both
 # (two each) and the scoped endpoints' names: 12; for a member, three more: the ids of its
