@@ -3,10 +3,12 @@
 from datetime import UTC, datetime
 from typing import Any
 
+from django.conf import settings
 from rest_framework import serializers
 
 from accounts.api.serializers import NameField, VisibleProjectField
 from healthmon.api.errors import field_errors
+from healthmon.api.serializers import AllErrorsMixin
 from healthmon.errors import InvalidInput
 from monitoring.models import (
     MAX_INTERVAL_SECONDS,
@@ -19,7 +21,9 @@ from monitoring.models import (
     Incident,
 )
 from monitoring.targets import MAX_TARGET_LENGTH
-from monitoring.validation import DEFAULT_INTERVAL, endpoint_validate
+from monitoring.validation import DEFAULT_INTERVAL, DEFAULT_TIMEOUT, endpoint_validate
+
+INTERVAL_HELP = "Seconds between checks, from MIN_CHECK_INTERVAL (10 by default) to 1 day."
 
 
 class TargetField(serializers.CharField):
@@ -49,7 +53,7 @@ class ConfigField(serializers.JSONField):
         return instance.config_masked
 
 
-class EndpointSerializer(serializers.ModelSerializer[Endpoint]):
+class EndpointSerializer(AllErrorsMixin, serializers.ModelSerializer[Endpoint]):
     """An endpoint as the API shows and accepts it.
 
     Validation looks at the fields together: the target must fit the type, the config is
@@ -64,17 +68,16 @@ class EndpointSerializer(serializers.ModelSerializer[Endpoint]):
     name = NameField()
     type = serializers.ChoiceField(choices=EndpointType.choices)
     target = TargetField()
-    interval_seconds = serializers.IntegerField(
-        min_value=1,
-        max_value=MAX_INTERVAL_SECONDS,
-        default=DEFAULT_INTERVAL,
-        help_text="Seconds between checks, from MIN_CHECK_INTERVAL (10 by default) to 1 day.",
-    )
     timeout_seconds = serializers.IntegerField(
         min_value=1,
         max_value=MAX_TIMEOUT_SECONDS,
         required=False,
-        help_text="Seconds one check may take; below the interval. Default 10.",
+        help_text=(
+            f"Seconds one check may take, below the interval. Omitted on creation: "
+            f"{DEFAULT_TIMEOUT}, or interval_seconds - 1 when the interval is "
+            f"{DEFAULT_TIMEOUT} or less. A value sent is never changed: one not below the "
+            "interval is refused."
+        ),
     )
     config = ConfigField(required=False, help_text="Per-type options; defaults filled in.")
     failure_threshold = serializers.IntegerField(
@@ -156,10 +159,22 @@ class EndpointSerializer(serializers.ModelSerializer[Endpoint]):
             "updated_at": _timestamp(instance.updated_at),
         }
 
+    def get_fields(self) -> dict[str, serializers.Field[Any, Any, Any, Any]]:
+        """The fields, the interval's minimum read from the settings now (tests change it)."""
+        fields = super().get_fields()
+        fields["interval_seconds"] = serializers.IntegerField(
+            min_value=settings.MIN_CHECK_INTERVAL,
+            max_value=MAX_INTERVAL_SECONDS,
+            default=DEFAULT_INTERVAL,
+            help_text=INTERVAL_HELP,
+        )
+        return fields
+
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        """Check interval, timeout, target and config against each other and the type."""
+        """Check interval, timeout, target and config against each other and the type; the
+        fields refused on their own are left out of the rules that need them."""
         try:
-            return endpoint_validate(attrs, current=self.instance)
+            return endpoint_validate(attrs, current=self.instance, failed=self.failed)
         except InvalidInput as exc:
             raise field_errors(exc) from exc
 
