@@ -373,7 +373,7 @@ class MaintenanceWindowSerializer(ScopedSerializer):
         # What a patch leaves out is the stored window's (a creation sends all three); a
         # refused recurrence is judged as none.
         left_out = WINDOW_TIMES - attrs.keys() - self.failed
-        merged = {"recurrence": Recurrence.ONCE}
+        merged: dict[str, Any] = {"recurrence": Recurrence.ONCE}
         merged |= {name: getattr(self.instance, name) for name in left_out}
         merged |= attrs
         try:
