@@ -86,7 +86,9 @@ def test_an_omitted_timeout_is_derived_and_the_schema_says_how(api, cast):
     schema = api.get("/api/v1/schema/", {"format": "json"}).json()
 
     assert created["timeout_seconds"] == 9
-    timeout = schema["components"]["schemas"]["EndpointRequest"]["properties"]["timeout_seconds"]
+    timeout = schema["components"]["schemas"]["HttpEndpointRequest"]["properties"][
+        "timeout_seconds"
+    ]
     assert "interval_seconds - 1" in timeout["description"]
     assert "never changed" in timeout["description"]
 
