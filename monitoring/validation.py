@@ -20,9 +20,16 @@ from typing import Any
 from django.conf import settings
 
 from healthmon.errors import NON_FIELD, FieldErrors, InvalidInput
-from monitoring.models import Endpoint, EndpointType
+from monitoring.models import (
+    MAX_INTERVAL_SECONDS,
+    MAX_THRESHOLD,
+    MAX_TIMEOUT_SECONDS,
+    Endpoint,
+    EndpointType,
+)
 from monitoring.targets import (
     MASK,
+    MAX_TARGET_LENGTH,
     TargetError,
     has_secrets,
     restore_config_secrets,
@@ -33,6 +40,7 @@ from monitoring.targets import (
 
 DEFAULT_INTERVAL = 60
 DEFAULT_TIMEOUT = 10
+MAX_NAME_LENGTH = 200
 NOT_NULL = "This field may not be null."
 UNKNOWN_OPTION = "Unknown option for this endpoint type."
 
@@ -336,7 +344,20 @@ def validate_config(endpoint_type: str, config: Any) -> dict[str, Any]:
     return cleaned
 
 
-# --- An endpoint's fields together -----------------------------------------------------------
+# --- An endpoint's fields, alone and together -----------------------------------------------
+
+
+def endpoint_limits() -> dict[str, dict[str, int]]:
+    """The bounds of an endpoint's fields (`min`, `max`, `maxlength`): the API's fields, its
+    schema and the page form's HTML attributes are built from these."""
+    return {
+        "name": {"maxlength": MAX_NAME_LENGTH},
+        "target": {"maxlength": MAX_TARGET_LENGTH},
+        "interval_seconds": {"min": settings.MIN_CHECK_INTERVAL, "max": MAX_INTERVAL_SECONDS},
+        "timeout_seconds": {"min": 1, "max": MAX_TIMEOUT_SECONDS},
+        "failure_threshold": {"min": 1, "max": MAX_THRESHOLD},
+        "recovery_threshold": {"min": 1, "max": MAX_THRESHOLD},
+    }
 
 
 @dataclass

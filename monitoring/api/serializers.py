@@ -3,7 +3,6 @@
 from datetime import UTC, datetime
 from typing import Any
 
-from django.conf import settings
 from rest_framework import serializers
 
 from accounts.api.serializers import NameField, VisibleProjectField
@@ -11,9 +10,6 @@ from healthmon.api.errors import field_errors
 from healthmon.api.serializers import AllErrorsMixin
 from healthmon.errors import InvalidInput
 from monitoring.models import (
-    MAX_INTERVAL_SECONDS,
-    MAX_THRESHOLD,
-    MAX_TIMEOUT_SECONDS,
     SLA_TIERS,
     CheckResult,
     Endpoint,
@@ -21,9 +17,38 @@ from monitoring.models import (
     Incident,
 )
 from monitoring.targets import MAX_TARGET_LENGTH
-from monitoring.validation import DEFAULT_INTERVAL, DEFAULT_TIMEOUT, endpoint_validate
+from monitoring.validation import (
+    DEFAULT_INTERVAL,
+    DEFAULT_TIMEOUT,
+    MAX_NAME_LENGTH,
+    endpoint_limits,
+    endpoint_validate,
+)
 
-INTERVAL_HELP = "Seconds between checks, from MIN_CHECK_INTERVAL (10 by default) to 1 day."
+# The numeric fields beside their bounds (`endpoint_limits`), which `get_fields` adds.
+NUMBERS: dict[str, dict[str, Any]] = {
+    "interval_seconds": {
+        "default": DEFAULT_INTERVAL,
+        "help_text": "Seconds between checks, from MIN_CHECK_INTERVAL (10 by default) to 1 day.",
+    },
+    "timeout_seconds": {
+        "required": False,
+        "help_text": (
+            f"Seconds one check may take, below the interval. Omitted on creation: "
+            f"{DEFAULT_TIMEOUT}, or interval_seconds - 1 when the interval is "
+            f"{DEFAULT_TIMEOUT} or less. A value sent is never changed: one not below the "
+            "interval is refused."
+        ),
+    },
+    "failure_threshold": {
+        "default": 2,
+        "help_text": "Consecutive failed checks that open an incident (the endpoint goes down).",
+    },
+    "recovery_threshold": {
+        "default": 1,
+        "help_text": "Consecutive successful checks that resolve the incident.",
+    },
+}
 
 
 class TargetField(serializers.CharField):
@@ -65,33 +90,10 @@ class EndpointSerializer(AllErrorsMixin, serializers.ModelSerializer[Endpoint]):
     # docstring above is the schema's description of the component: keep it for clients.
 
     project = VisibleProjectField()
-    name = NameField()
+    name = NameField(max_length=MAX_NAME_LENGTH)
     type = serializers.ChoiceField(choices=EndpointType.choices)
     target = TargetField()
-    timeout_seconds = serializers.IntegerField(
-        min_value=1,
-        max_value=MAX_TIMEOUT_SECONDS,
-        required=False,
-        help_text=(
-            f"Seconds one check may take, below the interval. Omitted on creation: "
-            f"{DEFAULT_TIMEOUT}, or interval_seconds - 1 when the interval is "
-            f"{DEFAULT_TIMEOUT} or less. A value sent is never changed: one not below the "
-            "interval is refused."
-        ),
-    )
     config = ConfigField(required=False, help_text="Per-type options; defaults filled in.")
-    failure_threshold = serializers.IntegerField(
-        min_value=1,
-        max_value=MAX_THRESHOLD,
-        default=2,
-        help_text="Consecutive failed checks that open an incident (the endpoint goes down).",
-    )
-    recovery_threshold = serializers.IntegerField(
-        min_value=1,
-        max_value=MAX_THRESHOLD,
-        default=1,
-        help_text="Consecutive successful checks that resolve the incident.",
-    )
     sla_target = serializers.ChoiceField(
         choices=SLA_TIERS,
         default=99.9,  # type: ignore[arg-type]  # float choices: the stubs allow str and int
@@ -160,14 +162,14 @@ class EndpointSerializer(AllErrorsMixin, serializers.ModelSerializer[Endpoint]):
         }
 
     def get_fields(self) -> dict[str, serializers.Field[Any, Any, Any, Any]]:
-        """The fields, the interval's minimum read from the settings now (tests change it)."""
+        """The fields, the numbers bounded by `endpoint_limits()` as they are now (the
+        interval's minimum is a setting)."""
         fields = super().get_fields()
-        fields["interval_seconds"] = serializers.IntegerField(
-            min_value=settings.MIN_CHECK_INTERVAL,
-            max_value=MAX_INTERVAL_SECONDS,
-            default=DEFAULT_INTERVAL,
-            help_text=INTERVAL_HELP,
-        )
+        limits = endpoint_limits()
+        for name, kwargs in NUMBERS.items():
+            fields[name] = serializers.IntegerField(
+                min_value=limits[name]["min"], max_value=limits[name]["max"], **kwargs
+            )
         return fields
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
