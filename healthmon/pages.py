@@ -43,20 +43,31 @@ def _by_field(errors: Mapping[str, list[str]]) -> dict[str, list[str]]:
 
 
 class PageForm:
-    """A posted form: the values to show again and the errors per field."""
+    """A posted form: the values to show again and the errors per field.
 
-    def __init__(self, data: Mapping[str, Any] | None = None) -> None:
+    `labels` names the fields as the page does ("Interval (s)"): a form that has them lists
+    its field errors at the top too, each with its field's label and a link to it.
+    """
+
+    def __init__(
+        self, data: Mapping[str, Any] | None = None, labels: Mapping[str, str] | None = None
+    ) -> None:
         self.data: Mapping[str, Any] = data or {}
+        self.labels: Mapping[str, str] = labels or {}
         self.errors: dict[str, list[str]] = {}
         self.validated: dict[str, Any] = {}
         self.status = 400  # the answer's status while the form has errors
 
     @classmethod
     def check(
-        cls, checker_class: Callable[..., Checker], data: Mapping[str, Any], **kwargs: Any
+        cls,
+        checker_class: Callable[..., Checker],
+        data: Mapping[str, Any],
+        labels: Mapping[str, str] | None = None,
+        **kwargs: Any,
     ) -> "PageForm":
         """Validate the posted data as the API does."""
-        form = cls(data)
+        form = cls(data, labels)
         checker = checker_class(data=data, **kwargs)
         if checker.is_valid():
             form.validated = dict(checker.validated_data)
@@ -73,6 +84,15 @@ class PageForm:
     def non_field_errors(self) -> list[str]:
         """Errors about the form as a whole."""
         return self.errors.get(NON_FIELD, [])
+
+    @property
+    def error_summary(self) -> list[tuple[str, str, str]]:
+        """`(field, label, message)` of each field error, in the order of `labels`."""
+        return [
+            (name, label, message)
+            for name, label in self.labels.items()
+            for message in self.errors.get(name, [])
+        ]
 
     def fail(self, exc: DomainError) -> None:
         """Show a service's refusal (validation, conflict, role rule) on the form."""

@@ -510,6 +510,8 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Every endpoint kind's schema has a `status` (monitoring.api.schema): one enum for all.
+    "ENUM_NAME_OVERRIDES": {"EndpointStatusEnum": "monitoring.models.EndpointStatus"},
 }
 
 # --- Logging --------------------------------------------------------------------------------

@@ -13,16 +13,23 @@ already know from the API's field checks.
 
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
 
 from healthmon.errors import NON_FIELD, FieldErrors, InvalidInput
-from monitoring.models import Endpoint, EndpointType
+from monitoring.models import (
+    MAX_INTERVAL_SECONDS,
+    MAX_THRESHOLD,
+    MAX_TIMEOUT_SECONDS,
+    Endpoint,
+    EndpointType,
+)
 from monitoring.targets import (
     MASK,
+    MAX_TARGET_LENGTH,
     TargetError,
     has_secrets,
     restore_config_secrets,
@@ -33,6 +40,7 @@ from monitoring.targets import (
 
 DEFAULT_INTERVAL = 60
 DEFAULT_TIMEOUT = 10
+MAX_NAME_LENGTH = 200
 NOT_NULL = "This field may not be null."
 UNKNOWN_OPTION = "Unknown option for this endpoint type."
 
@@ -336,16 +344,30 @@ def validate_config(endpoint_type: str, config: Any) -> dict[str, Any]:
     return cleaned
 
 
-# --- An endpoint's fields together -----------------------------------------------------------
+# --- An endpoint's fields, alone and together -----------------------------------------------
+
+
+def endpoint_limits() -> dict[str, dict[str, int]]:
+    """The bounds of an endpoint's fields (`min`, `max`, `maxlength`): the API's fields, its
+    schema and the page form's HTML attributes are built from these."""
+    return {
+        "name": {"maxlength": MAX_NAME_LENGTH},
+        "target": {"maxlength": MAX_TARGET_LENGTH},
+        "interval_seconds": {"min": settings.MIN_CHECK_INTERVAL, "max": MAX_INTERVAL_SECONDS},
+        "timeout_seconds": {"min": 1, "max": MAX_TIMEOUT_SECONDS},
+        "failure_threshold": {"min": 1, "max": MAX_THRESHOLD},
+        "recovery_threshold": {"min": 1, "max": MAX_THRESHOLD},
+    }
 
 
 @dataclass
 class _Check:
     """An endpoint's values being checked: those given, the endpoint they change (None on
-    creation), and the errors found so far."""
+    creation), the fields already refused on their own, and the errors found so far."""
 
     values: dict[str, Any]
     current: Endpoint | None
+    failed: frozenset[str] = frozenset()
     errors: FieldErrors = field(default_factory=dict)
 
     def given(self, name: str) -> bool:
@@ -358,18 +380,34 @@ class _Check:
         return getattr(self.current, name)
 
 
-def endpoint_validate(values: Mapping[str, Any], *, current: Endpoint | None) -> dict[str, Any]:
+def endpoint_validate(
+    values: Mapping[str, Any], *, current: Endpoint | None, failed: Collection[str] = ()
+) -> dict[str, Any]:
     """Check an endpoint's interval, timeout, target and config against each other and the
     type, for a new endpoint (`current` None) or a change to `current`.
 
-    `values` are the fields given, each already of its type (an integer, a choice). Returns
-    them with the target normalised, secrets sent back masked restored, the config's
-    defaults filled in and, for a new endpoint, the default timeout; raises InvalidInput
-    naming every bad field (a config's options as `config.<option>`).
+    `values` are the fields given, each already of its type (an integer, a choice); `failed`
+    names fields refused on their own (absent from `values`): the rules that need one of
+    them are skipped, the others still run, so one answer names every bad field. Returns
+    the values with the target normalised, secrets sent back masked restored, the config's
+    defaults filled in and, for a new endpoint without one, the derived timeout
+    (`default_timeout`); raises InvalidInput naming every bad field (a config's options as
+    `config.<option>`).
     """
-    check = _Check(dict(values), current)
+    check = _Check(dict(values), current, frozenset(failed))
     _check_timing(check)
-    endpoint_type = check.value("type")
+    if "type" in check.failed:
+        pass  # neither the target nor the options can be judged without the type
+    elif "target" in check.failed:
+        _check_config_alone(check, check.value("type"))
+    else:
+        _check_target_and_config(check, check.value("type"))
+    if check.errors:
+        raise InvalidInput(check.errors)
+    return check.values
+
+
+def _check_target_and_config(check: _Check, endpoint_type: str) -> None:
     try:
         if check.given("target") or check.given("type"):
             check.values["target"] = _target(check, endpoint_type)
@@ -378,12 +416,22 @@ def endpoint_validate(values: Mapping[str, Any], *, current: Endpoint | None) ->
         _check_config_alone(check, endpoint_type)
     else:
         _check_config(check, endpoint_type)
-    if check.errors:
-        raise InvalidInput(check.errors)
-    return check.values
+
+
+def default_timeout(interval: int) -> int:
+    """The timeout of a new endpoint created without one: DEFAULT_TIMEOUT, or one second
+    less than a shorter interval (the API's schema and the README say so)."""
+    return min(DEFAULT_TIMEOUT, interval - 1)
+
+
+def timeout_too_long(interval: int) -> str:
+    """The refusal of a timeout that is not below the interval."""
+    return f"Must be less than the interval ({interval} s)."
 
 
 def _check_timing(check: _Check) -> None:
+    if "interval_seconds" in check.failed:
+        return
     interval = int(check.value("interval_seconds") or 0)
     if check.given("interval_seconds") and interval < settings.MIN_CHECK_INTERVAL:
         check.errors["interval_seconds"] = [
@@ -391,9 +439,13 @@ def _check_timing(check: _Check) -> None:
         ]
         return
     if check.current is None and not check.given("timeout_seconds"):
-        check.values["timeout_seconds"] = min(DEFAULT_TIMEOUT, interval - 1)
+        if "timeout_seconds" not in check.failed:
+            check.values["timeout_seconds"] = default_timeout(interval)
+        return
+    if "timeout_seconds" in check.failed:
+        return
     if int(check.value("timeout_seconds") or 0) >= interval:
-        check.errors["timeout_seconds"] = ["Must be less than interval_seconds."]
+        check.errors["timeout_seconds"] = [timeout_too_long(interval)]
 
 
 def _target(check: _Check, endpoint_type: str) -> str:
@@ -405,6 +457,8 @@ def _target(check: _Check, endpoint_type: str) -> str:
 
 
 def _check_config(check: _Check, endpoint_type: str) -> None:
+    if "config" in check.failed:
+        return
     if not any(check.given(name) for name in ("config", "type", "target")) and check.current:
         return
     try:

@@ -22,7 +22,12 @@ from monitoring import services
 from monitoring.access import access_endpoint
 from monitoring.api.serializers import EndpointSerializer
 from monitoring.models import SLA_TIERS, Endpoint, EndpointType
-from monitoring.validation import DEFAULT_INTERVAL
+from monitoring.validation import (
+    DEFAULT_INTERVAL,
+    DEFAULT_TIMEOUT,
+    OPTIONS,
+    endpoint_limits,
+)
 
 # Fields the edit form posts (the API's writable ones, less `enabled`: pause and resume are
 # buttons); anything else in the body is ignored.
@@ -31,6 +36,55 @@ EDITABLE = [
     for name in EndpointSerializer.Meta.fields
     if name not in {*EndpointSerializer.Meta.read_only_fields, "enabled"}
 ]
+
+
+# The form's fields as the page names them, for the errors listed above the form.
+LABELS = {
+    "project": "Project",
+    "name": "Name",
+    "type": "Type",
+    "target": "Target",
+    "interval_seconds": "Interval (s)",
+    "timeout_seconds": "Timeout (s)",
+    "failure_threshold": "Failures to open an incident",
+    "recovery_threshold": "Successes to resolve it",
+    "sla_target": "SLA target",
+    "config": "Options (JSON)",
+}
+
+# A filled example of the Options box per type (a test checks each one validates).
+CONFIG_EXAMPLES: dict[str, dict[str, Any]] = {
+    EndpointType.HTTP: {
+        "method": "GET",
+        "expected_status": [200, 204],
+        "headers": {"Accept": "application/json"},
+        "body_contains": "ok",
+    },
+    EndpointType.GRAPHQL: {"query": "{ __typename }", "degraded_threshold_ms": 800},
+    EndpointType.GRPC: {"service": "payments.v1.Payments", "tls": True},
+    EndpointType.POSTGRESQL: {"verify_tls": True, "degraded_threshold_ms": 500},
+    EndpointType.MYSQL: {"verify_tls": True, "degraded_threshold_ms": 500},
+    EndpointType.REDIS: {"verify_tls": False, "degraded_threshold_ms": 200},
+    EndpointType.ELASTICSEARCH: {"min_status": "green"},
+    EndpointType.WEBSOCKET: {"send": "ping", "expect": "pong"},
+    EndpointType.CUSTOM: {"verify_tls": True, "degraded_threshold_ms": 1000},
+}
+
+
+def type_help() -> list[dict[str, Any]]:
+    """Per type: its label, its options (name, default, help) and a filled example."""
+    return [
+        {
+            "value": value,
+            "label": label,
+            "options": [
+                (name, json.dumps(option.default()), option.help)
+                for name, option in OPTIONS[value].items()
+            ],
+            "example": json.dumps(CONFIG_EXAMPLES[value], indent=2),
+        }
+        for value, label in EndpointType.choices
+    ]
 
 
 def _posted(request: HttpRequest, fields: list[str]) -> QueryDict:
@@ -47,11 +101,17 @@ def _posted(request: HttpRequest, fields: list[str]) -> QueryDict:
 def _form_page(
     request: HttpRequest, form: PageForm, endpoint: Endpoint | None = None
 ) -> HttpResponse:
+    chosen = form.data.get("type") or (endpoint.type if endpoint else EndpointType.HTTP)
+    types = type_help()
     context = {
         "form": form,
         "endpoint": endpoint,
         "projects": Project.objects.visible_to(page_user(request)).order_by("name"),
         "types": EndpointType.choices,
+        "type_help": types,
+        "example": next((t["example"] for t in types if t["value"] == chosen), ""),
+        "limits": endpoint_limits(),
+        "default_timeout": DEFAULT_TIMEOUT,
         "sla_tiers": SLA_TIERS,
     }
     status = form.status if form.errors else 200
@@ -87,11 +147,12 @@ def endpoint_create(request: HttpRequest) -> HttpResponse:
                 "recovery_threshold": 1,
                 "sla_target": 99.9,
                 "enabled": "on",
-            }
+            },
+            LABELS,
         )
         return _form_page(request, form)
     data = _posted(request, [*EDITABLE, "enabled"])
-    form = PageForm.check(EndpointSerializer, data, context={"request": request})
+    form = PageForm.check(EndpointSerializer, data, LABELS, context={"request": request})
     endpoint = form.attempt(services.endpoint_create)
     if endpoint is None:
         return _form_page(request, form)
@@ -106,12 +167,17 @@ def endpoint_edit(request: HttpRequest, endpoint_id: str) -> HttpResponse:
     user = page_user(request)
     if request.method == "GET":
         endpoint = access_endpoint(user, endpoint_id)
-        return _form_page(request, PageForm(_initial(endpoint)), endpoint)
+        return _form_page(request, PageForm(_initial(endpoint), LABELS), endpoint)
     with transaction.atomic():
         endpoint = access_endpoint(user, endpoint_id, for_update=True)
         data = _posted(request, EDITABLE)
         form = PageForm.check(
-            EndpointSerializer, data, instance=endpoint, partial=True, context={"request": request}
+            EndpointSerializer,
+            data,
+            LABELS,
+            instance=endpoint,
+            partial=True,
+            context={"request": request},
         )
         form.attempt(_update, endpoint=endpoint)
     if not form.is_valid:

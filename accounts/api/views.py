@@ -3,7 +3,12 @@
 from typing import Any, cast
 
 from django.db.models import QuerySet
-from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
+from drf_spectacular.utils import (
+    OpenApiExample,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_view,
+)
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.permissions import AllowAny, BasePermission
@@ -29,6 +34,15 @@ MEMBER = cast(list[type[BasePermission]], list(api_settings.DEFAULT_PERMISSION_C
 ENDPOINT_READ = "endpoint:read"  # apikeys.models.Scope.ENDPOINT_READ
 
 CONFLICT = OpenApiResponse(description="Conflicts with an existing account or name (`conflict`).")
+REGISTER_EXAMPLE = OpenApiExample(
+    "Register",
+    request_only=True,
+    value={
+        "email": "you@example.com",
+        "password": "a-long-passphrase",
+        "organization_name": "Acme",
+    },
+)
 FORGOT_PASSWORD_DETAIL = "If an account exists for this email, a reset link has been sent."  # noqa: S105
 
 
@@ -54,7 +68,9 @@ class AuthViewSet(viewsets.ViewSet):
     throttle_classes = [AuthIPThrottle, AuthAccountThrottle]
 
     @extend_schema(
+        summary="Register an organization and its owner; answers a JWT",
         request=s.RegisterSerializer,
+        examples=[REGISTER_EXAMPLE],
         responses={
             201: s.RegisterResponseSerializer,
             409: OpenApiResponse(description="An account with this email exists (`conflict`)."),
@@ -72,6 +88,7 @@ class AuthViewSet(viewsets.ViewSet):
         return Response(body, status=status.HTTP_201_CREATED)
 
     @extend_schema(
+        summary="Sign in with email and password; answers a JWT valid 7 days",
         request=s.LoginSerializer,
         responses={
             200: s.LoginResponseSerializer,
@@ -85,14 +102,22 @@ class AuthViewSet(viewsets.ViewSet):
         user = services.account_login(**_valid(s.LoginSerializer, request))
         return Response(_token_body(user))
 
-    @extend_schema(request=s.EmailSerializer, responses={202: s.DetailSerializer})
+    @extend_schema(
+        summary="Mail a password reset link (the same answer for unknown emails)",
+        request=s.EmailSerializer,
+        responses={202: s.DetailSerializer},
+    )
     @action(detail=False, methods=["post"], url_path="forgot-password")
     def forgot_password(self, request: Request) -> Response:
         """Mail a one-hour reset link; the answer is the same whether the email exists or not."""
         services.password_reset_request(**_valid(s.EmailSerializer, request))
         return Response({"detail": FORGOT_PASSWORD_DETAIL}, status=status.HTTP_202_ACCEPTED)
 
-    @extend_schema(request=s.TokenPasswordSerializer, responses={200: s.DetailSerializer})
+    @extend_schema(
+        summary="Set a new password with a mailed reset token",
+        request=s.TokenPasswordSerializer,
+        responses={200: s.DetailSerializer},
+    )
     @action(detail=False, methods=["post"], url_path="reset-password")
     def reset_password(self, request: Request) -> Response:
         """Set a new password from a reset link; every earlier JWT stops working."""
@@ -100,6 +125,7 @@ class AuthViewSet(viewsets.ViewSet):
         return Response({"detail": "Your password has been reset. Sign in with the new one."})
 
     @extend_schema(
+        summary="Accept an invitation by choosing a password; answers a JWT",
         request=s.TokenPasswordSerializer,
         responses={201: s.LoginResponseSerializer, 409: CONFLICT},
     )
@@ -109,7 +135,11 @@ class AuthViewSet(viewsets.ViewSet):
         user = services.invitation_accept(**_valid(s.TokenPasswordSerializer, request))
         return Response(_token_body(user), status=status.HTTP_201_CREATED)
 
-    @extend_schema(request=s.VerifyEmailSerializer, responses={200: s.DetailSerializer})
+    @extend_schema(
+        summary="Confirm an email address with a mailed token",
+        request=s.VerifyEmailSerializer,
+        responses={200: s.DetailSerializer},
+    )
     @action(
         detail=False, methods=["post"], url_path="verify-email", throttle_classes=[AuthIPThrottle]
     )
@@ -118,7 +148,11 @@ class AuthViewSet(viewsets.ViewSet):
         services.email_verify(**_valid(s.VerifyEmailSerializer, request))
         return Response({"detail": "Your email address is verified."})
 
-    @extend_schema(request=s.ChangePasswordSerializer, responses={200: s.TokenSerializer})
+    @extend_schema(
+        summary="Change your password; every other JWT stops working",
+        request=s.ChangePasswordSerializer,
+        responses={200: s.TokenSerializer},
+    )
     @action(
         detail=False,
         methods=["post"],
@@ -136,7 +170,7 @@ class AuthViewSet(viewsets.ViewSet):
         del body["user"]
         return Response(body)
 
-    @extend_schema(responses={200: s.MeSerializer})
+    @extend_schema(summary="The caller and its organization", responses={200: s.MeSerializer})
     @action(
         detail=False,
         methods=["get"],
@@ -183,7 +217,11 @@ class UserViewSet(ManagerOnlyViewSet):
         """A user of the caller's organization, else 404."""
         return access_user(caller(self.request), self.kwargs["pk"])
 
-    @extend_schema(request=s.RoleSerializer, responses={200: s.UserDetailSerializer})
+    @extend_schema(
+        summary="Change a user's role (owner, admin)",
+        request=s.RoleSerializer,
+        responses={200: s.UserDetailSerializer},
+    )
     @action(detail=True, methods=["patch"])
     def role(self, request: Request, pk: str) -> Response:
         """Change a user's role; only owners grant or change `owner`."""
@@ -192,7 +230,11 @@ class UserViewSet(ManagerOnlyViewSet):
         )
         return Response(s.UserDetailSerializer(user).data)
 
-    @extend_schema(request=s.UserProjectsSerializer, responses={200: s.UserDetailSerializer})
+    @extend_schema(
+        summary="Replace the projects granted to a user (owner, admin)",
+        request=s.UserProjectsSerializer,
+        responses={200: s.UserDetailSerializer},
+    )
     @action(detail=True, methods=["put"])
     def projects(self, request: Request, pk: str) -> Response:
         """Replace the projects granted to a user (what a member can see)."""
@@ -201,7 +243,14 @@ class UserViewSet(ManagerOnlyViewSet):
         return Response(s.UserDetailSerializer(user).data)
 
     @extend_schema(
-        request=s.InvitationCreateSerializer, responses={201: s.InvitationSerializer, 409: CONFLICT}
+        summary="Invite someone by email with a role and projects (owner, admin)",
+        request=s.InvitationCreateSerializer,
+        responses={201: s.InvitationSerializer, 409: CONFLICT},
+        examples=[
+            OpenApiExample(
+                "Member", request_only=True, value={"email": "dev@example.com", "role": "member"}
+            )
+        ],
     )
     @action(detail=False, methods=["post"])
     def invite(self, request: Request) -> Response:
@@ -213,6 +262,11 @@ class UserViewSet(ManagerOnlyViewSet):
 
 
 @extend_schema(tags=["users"])
+@extend_schema_view(
+    list=extend_schema(summary="List pending invitations (owner, admin)"),
+    retrieve=extend_schema(summary="One pending invitation (owner, admin)"),
+    destroy=extend_schema(summary="Revoke an invitation; its link stops working"),
+)
 class InvitationViewSet(mixins.DestroyModelMixin, ManagerOnlyViewSet):
     """Pending invitations of the caller's organization; owners and admins only."""
 
@@ -235,13 +289,23 @@ class InvitationViewSet(mixins.DestroyModelMixin, ManagerOnlyViewSet):
 
 @extend_schema(tags=["projects"])
 @extend_schema_view(
-    create=extend_schema(responses={201: s.ProjectSerializer, 409: CONFLICT}),
-    partial_update=extend_schema(responses={200: s.ProjectSerializer, 409: CONFLICT}),
+    list=extend_schema(summary="List the projects you can see"),
+    retrieve=extend_schema(summary="One project"),
+    create=extend_schema(
+        summary="Create a project (owner, admin)",
+        responses={201: s.ProjectSerializer, 409: CONFLICT},
+        examples=[OpenApiExample("Project", request_only=True, value={"name": "Payments"})],
+    ),
+    partial_update=extend_schema(
+        summary="Rename a project (owner, admin)",
+        responses={200: s.ProjectSerializer, 409: CONFLICT},
+    ),
     destroy=extend_schema(
+        summary="Delete a project without endpoints (owner, admin)",
         responses={
             204: None,
             409: OpenApiResponse(description="The project still has endpoints (`conflict`)."),
-        }
+        },
     ),
 )
 class ProjectViewSet(viewsets.ModelViewSet):

@@ -24,6 +24,7 @@ from alerts.models import (
     load_scopes,
 )
 from healthmon.api.errors import field_errors
+from healthmon.api.serializers import AllErrorsMixin
 from healthmon.errors import InvalidInput
 from monitoring.access import access_endpoints
 from monitoring.models import Endpoint
@@ -98,7 +99,7 @@ class StrictBooleanField(serializers.BooleanField):
         return data
 
 
-class ScopedSerializer(serializers.ModelSerializer[Any]):
+class ScopedSerializer(AllErrorsMixin, serializers.ModelSerializer[Any]):
     """A channel or window with its `projects` and `endpoints`; alone, its scope is read
     fresh (two queries), in a list once for the page."""
 
@@ -203,21 +204,24 @@ class NotificationChannelSerializer(ScopedSerializer):
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         """The kind cannot change; the config must fit it (a masked URL sent back as it was
-        answered keeps the stored one)."""
+        answered keeps the stored one). Each rule runs when the fields it needs passed."""
         stored = self.instance
-        if "config" not in attrs and stored is None:
-            raise serializers.ValidationError({"config": ["This field is required."]})
+        errors: dict[str, list[str]] = {}
+        if "config" not in attrs and stored is None and "config" not in self.failed:
+            errors["config"] = ["This field is required."]
         if stored is not None:
             try:
                 validation.channel_kind(attrs.pop("kind", stored.kind), stored=stored)
             except InvalidInput as exc:
-                raise field_errors(exc) from exc
-        if "config" in attrs:
-            kind = stored.kind if stored is not None else attrs["kind"]
+                errors.update(exc.errors)
+        kind = stored.kind if stored is not None else attrs.get("kind")
+        if "config" in attrs and kind is not None:
             try:
                 attrs["config"] = validation.channel_config(kind, attrs["config"], stored=stored)
             except InvalidInput as exc:
-                raise field_errors(exc.nested("config")) from exc
+                errors.update(exc.nested("config").errors)
+        if errors:
+            raise serializers.ValidationError(errors)
         return attrs
 
 
@@ -360,11 +364,17 @@ class MaintenanceWindowSerializer(ScopedSerializer):
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         """It ends after it starts; a weekly one lasts less than a week. A change is
-        checked against the stored fields it leaves as they are."""
+        checked against the stored fields it leaves as they are; a time refused on its own
+        leaves this rule out."""
         if "recurrence" in attrs:
             attrs["recurrence"] = attrs["recurrence"] or Recurrence.ONCE
-        # What a patch leaves out is the stored window's (a creation sends all three).
-        merged = {name: getattr(self.instance, name) for name in WINDOW_TIMES - attrs.keys()}
+        if self.failed & {"starts_at", "ends_at"}:
+            return attrs
+        # What a patch leaves out is the stored window's (a creation sends all three); a
+        # refused recurrence is judged as none.
+        left_out = WINDOW_TIMES - attrs.keys() - self.failed
+        merged: dict[str, Any] = {"recurrence": Recurrence.ONCE}
+        merged |= {name: getattr(self.instance, name) for name in left_out}
         merged |= attrs
         try:
             validation.maintenance_window(

@@ -12,6 +12,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 from django_filters import rest_framework as filters
 from drf_spectacular.utils import (
+    OpenApiExample,
     OpenApiParameter,
     OpenApiResponse,
     extend_schema,
@@ -54,12 +55,48 @@ def _deliveries(channel: NotificationChannel, user: User, status_value: str) -> 
     return rows.order_by("-created_at", "-id")
 
 
+# Request examples; a test creates every one (`tests/healthmon/test_schema_examples.py`).
+CHANNEL_EXAMPLES = [
+    OpenApiExample(
+        "Email",
+        request_only=True,
+        value={
+            "name": "On-call mail",
+            "kind": "email",
+            "config": {"addresses": ["oncall@example.com"], "to_members": False},
+        },
+    ),
+    OpenApiExample(
+        "Webhook",
+        request_only=True,
+        value={
+            "name": "Incident bot",
+            "kind": "webhook",
+            "config": {"url": "https://hooks.example.com/healthmon"},
+        },
+    ),
+]
+WINDOW_EXAMPLES = [
+    OpenApiExample(
+        "Weekly",
+        request_only=True,
+        value={
+            "name": "Sunday deploys",
+            "starts_at": "2030-01-06T02:00:00Z",
+            "ends_at": "2030-01-06T03:00:00Z",
+            "recurrence": "weekly",
+        },
+    )
+]
+
+
 @extend_schema(tags=["notification-channels"])
 @extend_schema_view(
     list=extend_schema(summary="List notification channels (configs masked)"),
     create=extend_schema(
         summary="Create a notification channel; a webhook's signing secret is in this answer only",
         responses={201: NotificationChannelCreatedSerializer},
+        examples=CHANNEL_EXAMPLES,
     ),
     retrieve=extend_schema(summary="One notification channel (config masked)"),
     partial_update=extend_schema(
@@ -184,7 +221,7 @@ class MaintenanceWindowFilter(filters.FilterSet):
 @extend_schema(tags=["maintenance-windows"])
 @extend_schema_view(
     list=extend_schema(summary="List maintenance windows (filter by whether in effect now)"),
-    create=extend_schema(summary="Plan a maintenance window"),
+    create=extend_schema(summary="Plan a maintenance window", examples=WINDOW_EXAMPLES),
     retrieve=extend_schema(summary="One maintenance window"),
     partial_update=extend_schema(summary="Change a maintenance window"),
     destroy=extend_schema(summary="Delete a maintenance window"),

@@ -2,7 +2,12 @@
 removal revokes the removed user's keys."""
 
 from django.db.models import QuerySet
-from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
+from drf_spectacular.utils import (
+    OpenApiExample,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_view,
+)
 from rest_framework import mixins, status, viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -24,6 +29,16 @@ from apikeys.models import ApiKey
         summary="Issue an API key; the key is in this answer only",
         request=s.ApiKeyCreateSerializer,
         responses={201: s.ApiKeyCreatedSerializer},
+        examples=[
+            OpenApiExample(
+                "Read-only dashboard key",
+                request_only=True,
+                value={
+                    "name": "status dashboard",
+                    "scopes": ["endpoint:read", "incident:read", "analytics:read"],
+                },
+            )
+        ],
     ),
     destroy=extend_schema(summary="Revoke an API key; it answers 401 from then on"),
 )

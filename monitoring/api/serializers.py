@@ -7,11 +7,9 @@ from rest_framework import serializers
 
 from accounts.api.serializers import NameField, VisibleProjectField
 from healthmon.api.errors import field_errors
+from healthmon.api.serializers import AllErrorsMixin
 from healthmon.errors import InvalidInput
 from monitoring.models import (
-    MAX_INTERVAL_SECONDS,
-    MAX_THRESHOLD,
-    MAX_TIMEOUT_SECONDS,
     SLA_TIERS,
     CheckResult,
     Endpoint,
@@ -19,7 +17,38 @@ from monitoring.models import (
     Incident,
 )
 from monitoring.targets import MAX_TARGET_LENGTH
-from monitoring.validation import DEFAULT_INTERVAL, endpoint_validate
+from monitoring.validation import (
+    DEFAULT_INTERVAL,
+    DEFAULT_TIMEOUT,
+    MAX_NAME_LENGTH,
+    endpoint_limits,
+    endpoint_validate,
+)
+
+# The numeric fields beside their bounds (`endpoint_limits`), which `get_fields` adds.
+NUMBERS: dict[str, dict[str, Any]] = {
+    "interval_seconds": {
+        "default": DEFAULT_INTERVAL,
+        "help_text": "Seconds between checks, from MIN_CHECK_INTERVAL (10 by default) to 1 day.",
+    },
+    "timeout_seconds": {
+        "required": False,
+        "help_text": (
+            f"Seconds one check may take, below the interval. Omitted on creation: "
+            f"{DEFAULT_TIMEOUT}, or interval_seconds - 1 when the interval is "
+            f"{DEFAULT_TIMEOUT} or less. A value sent is never changed: one not below the "
+            "interval is refused."
+        ),
+    },
+    "failure_threshold": {
+        "default": 2,
+        "help_text": "Consecutive failed checks that open an incident (the endpoint goes down).",
+    },
+    "recovery_threshold": {
+        "default": 1,
+        "help_text": "Consecutive successful checks that resolve the incident.",
+    },
+}
 
 
 class TargetField(serializers.CharField):
@@ -49,7 +78,7 @@ class ConfigField(serializers.JSONField):
         return instance.config_masked
 
 
-class EndpointSerializer(serializers.ModelSerializer[Endpoint]):
+class EndpointSerializer(AllErrorsMixin, serializers.ModelSerializer[Endpoint]):
     """An endpoint as the API shows and accepts it.
 
     Validation looks at the fields together: the target must fit the type, the config is
@@ -61,34 +90,10 @@ class EndpointSerializer(serializers.ModelSerializer[Endpoint]):
     # docstring above is the schema's description of the component: keep it for clients.
 
     project = VisibleProjectField()
-    name = NameField()
+    name = NameField(max_length=MAX_NAME_LENGTH)
     type = serializers.ChoiceField(choices=EndpointType.choices)
     target = TargetField()
-    interval_seconds = serializers.IntegerField(
-        min_value=1,
-        max_value=MAX_INTERVAL_SECONDS,
-        default=DEFAULT_INTERVAL,
-        help_text="Seconds between checks, from MIN_CHECK_INTERVAL (10 by default) to 1 day.",
-    )
-    timeout_seconds = serializers.IntegerField(
-        min_value=1,
-        max_value=MAX_TIMEOUT_SECONDS,
-        required=False,
-        help_text="Seconds one check may take; below the interval. Default 10.",
-    )
     config = ConfigField(required=False, help_text="Per-type options; defaults filled in.")
-    failure_threshold = serializers.IntegerField(
-        min_value=1,
-        max_value=MAX_THRESHOLD,
-        default=2,
-        help_text="Consecutive failed checks that open an incident (the endpoint goes down).",
-    )
-    recovery_threshold = serializers.IntegerField(
-        min_value=1,
-        max_value=MAX_THRESHOLD,
-        default=1,
-        help_text="Consecutive successful checks that resolve the incident.",
-    )
     sla_target = serializers.ChoiceField(
         choices=SLA_TIERS,
         default=99.9,  # type: ignore[arg-type]  # float choices: the stubs allow str and int
@@ -156,10 +161,22 @@ class EndpointSerializer(serializers.ModelSerializer[Endpoint]):
             "updated_at": _timestamp(instance.updated_at),
         }
 
+    def get_fields(self) -> dict[str, serializers.Field[Any, Any, Any, Any]]:
+        """The fields, the numbers bounded by `endpoint_limits()` as they are now (the
+        interval's minimum is a setting)."""
+        fields = super().get_fields()
+        limits = endpoint_limits()
+        for name, kwargs in NUMBERS.items():
+            fields[name] = serializers.IntegerField(
+                min_value=limits[name]["min"], max_value=limits[name]["max"], **kwargs
+            )
+        return fields
+
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        """Check interval, timeout, target and config against each other and the type."""
+        """Check interval, timeout, target and config against each other and the type; the
+        fields refused on their own are left out of the rules that need them."""
         try:
-            return endpoint_validate(attrs, current=self.instance)
+            return endpoint_validate(attrs, current=self.instance, failed=self.failed)
         except InvalidInput as exc:
             raise field_errors(exc) from exc
 

@@ -24,6 +24,7 @@ from apikeys.models import Scope
 from monitoring import services
 from monitoring.access import access_endpoint, access_incident
 from monitoring.api.filters import CheckFilter, EndpointFilter, IncidentFilter
+from monitoring.api.schema import ENDPOINT, ENDPOINT_EXAMPLES, ENDPOINTS
 from monitoring.api.serializers import (
     CheckNowSerializer,
     CheckResultSerializer,
@@ -35,10 +36,22 @@ from monitoring.models import CheckResult, Endpoint, Incident
 
 @extend_schema(tags=["endpoints"])
 @extend_schema_view(
-    list=extend_schema(summary="List monitored endpoints (filter by project, type, status)"),
-    create=extend_schema(summary="Start monitoring an endpoint"),
-    retrieve=extend_schema(summary="One endpoint"),
-    partial_update=extend_schema(summary="Change an endpoint"),
+    list=extend_schema(
+        summary="List monitored endpoints (filter by project, type, status)",
+        responses={200: ENDPOINTS},
+    ),
+    create=extend_schema(
+        summary="Start monitoring an endpoint",
+        request=ENDPOINT,
+        responses={201: ENDPOINT},
+        examples=ENDPOINT_EXAMPLES,
+    ),
+    retrieve=extend_schema(summary="One endpoint", responses={200: ENDPOINT}),
+    partial_update=extend_schema(
+        summary="Change an endpoint",
+        request=EndpointSerializer,
+        responses={200: ENDPOINT},
+    ),
     destroy=extend_schema(summary="Stop monitoring and delete an endpoint with its history"),
 )
 class EndpointViewSet(viewsets.ModelViewSet):
@@ -87,7 +100,7 @@ class EndpointViewSet(viewsets.ModelViewSet):
             endpoint=serializer.instance, changes=changes
         )
 
-    @extend_schema(request=None, responses={200: EndpointSerializer})
+    @extend_schema(summary="Pause checking an endpoint", request=None, responses={200: ENDPOINT})
     @action(detail=True, methods=["post"])
     def pause(self, request: Request, pk: str) -> Response:
         """Stop checking the endpoint until it is resumed; its history stays."""
@@ -95,7 +108,9 @@ class EndpointViewSet(viewsets.ModelViewSet):
             endpoint = services.endpoint_set_enabled(endpoint=self.get_object(), enabled=False)
         return Response(self.get_serializer(endpoint).data)
 
-    @extend_schema(request=None, responses={200: EndpointSerializer})
+    @extend_schema(
+        summary="Resume checking a paused endpoint", request=None, responses={200: ENDPOINT}
+    )
     @action(detail=True, methods=["post"])
     def resume(self, request: Request, pk: str) -> Response:
         """Check the endpoint again, starting at once."""

@@ -161,6 +161,12 @@ def schema(api, db):
     def resolve(node):
         while "$ref" in node:
             node = components[node["$ref"].rsplit("/", 1)[1]]
+        if "oneOf" in node:  # one schema per kind (an endpoint's `type`): all their fields
+            properties = {}
+            for variant in node["oneOf"]:
+                for name, prop in resolve(variant).get("properties", {}).items():
+                    properties.setdefault(name, prop)
+            node = {**node, "type": "object", "properties": properties}
         return node
 
     operations = [

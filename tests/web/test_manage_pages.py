@@ -12,9 +12,11 @@ from django.utils import timezone
 
 from accounts.models import Project
 from apikeys.models import ApiKey
-from monitoring.models import CheckResult, Endpoint, EndpointStatus, Incident
-from monitoring.validation import validate_config
-from tests.web.conftest import form_values, html, visible_text
+from monitoring.api.serializers import EndpointSerializer
+from monitoring.models import CheckResult, Endpoint, EndpointStatus, EndpointType, Incident
+from monitoring.validation import option_names, validate_config
+from monitoring.views import CONFIG_EXAMPLES
+from tests.web.conftest import Markup, form_values, html, visible_text
 
 SECRET_TARGET = "https://monitor:s3cret-pw@api.test/health?token=t0ken-value&env=prod"
 MASKED_TARGET = "https://monitor:****@api.test/health?token=****&env=prod"
@@ -578,3 +580,115 @@ def test_projects_page_counts_endpoints(pages, cast, make_endpoint):
     response = pages.as_user(cast.member).get("/projects")
 
     assert "Default 2" in visible_text(response)
+
+
+# --- The form's fields: constraints, errors beside them, the options' help -------------------
+
+
+def _inputs(response):
+    return {tag["name"]: tag for tag in Markup(html(response)).find("input") if tag.get("name")}
+
+
+def _beside(response, field):
+    """The markup of a field's own cell: its input or box, and what follows until the next."""
+    match = re.search(rf'id="{field}".*?(?=<label|</div>|<details)', html(response), re.S)
+    assert match, field
+    return match.group(0)
+
+
+@pytest.mark.parametrize("minimum", [10, 30])
+def test_the_html_constraints_are_the_servers(pages, cast, settings, minimum):
+    settings.MIN_CHECK_INTERVAL = minimum
+    fields = EndpointSerializer(context={"request": None}).fields
+
+    inputs = _inputs(pages.as_user(cast.owner).get("/endpoints/new"))
+
+    for name in ("interval_seconds", "timeout_seconds", "failure_threshold", "recovery_threshold"):
+        assert inputs[name]["min"] == str(fields[name].min_value), name
+        assert inputs[name]["max"] == str(fields[name].max_value), name
+    assert inputs["interval_seconds"]["min"] == str(minimum)
+    assert "maxlength" not in inputs["name"]  # a browser would cut a longer name silently
+    assert inputs["name"]["pattern"] == f".{{1,{fields['name'].max_length}}}"
+    assert inputs["target"]["pattern"] == f".{{1,{fields['target'].max_length}}}"
+    assert "required" in inputs["name"]
+
+
+def test_a_name_longer_than_the_limit_is_refused_not_cut(pages, cast):
+    long_name = "n" * 201
+
+    response = pages.as_user(cast.owner).post(
+        "/endpoints/new", browser_form(cast.project, name=long_name)
+    )
+
+    assert response.status_code == 400
+    assert not Endpoint.objects.exists()
+    assert form_values(response, "/endpoints/new")["name"] == long_name
+    assert "Ensure this field has no more than 200 characters." in _beside(response, "name")
+
+
+def test_each_error_shows_beside_its_field_with_its_label(pages, cast):
+    form = browser_form(
+        cast.project, interval_seconds="5", failure_threshold="0", recovery_threshold="11"
+    )
+
+    response = pages.as_user(cast.owner).post("/endpoints/new", form)
+
+    assert response.status_code == 400
+    expected = {
+        "interval_seconds": "Ensure this value is greater than or equal to 10.",
+        "failure_threshold": "Ensure this value is greater than or equal to 1.",
+        "recovery_threshold": "Ensure this value is less than or equal to 10.",
+    }
+    inputs = _inputs(response)
+    for field, message in expected.items():
+        assert message in _beside(response, field), field
+        assert inputs[field]["aria-describedby"] == f"{field}-errors"
+    text = visible_text(response)
+    assert "Interval (s): Ensure this value is greater than or equal to 10." in text
+    assert "Failures to open an incident: Ensure this value is greater than" in text
+
+
+def test_a_timeout_not_below_the_interval_names_the_interval(pages, cast):
+    form = browser_form(cast.project, interval_seconds="30", timeout_seconds="30")
+
+    response = pages.as_user(cast.owner).post("/endpoints/new", form)
+
+    assert response.status_code == 400
+    assert "Must be less than the interval (30 s)." in _beside(response, "timeout_seconds")
+    assert "interval_seconds" not in visible_text(response)
+
+
+def test_every_bad_field_is_named_in_one_answer(pages, cast):
+    form = browser_form(cast.project, name="", target="ftp://x", interval_seconds="1")
+
+    response = pages.as_user(cast.owner).post("/endpoints/new", form)
+
+    assert response.status_code == 400
+    for field in ("name", "target", "interval_seconds"):
+        assert "field-errors" in _beside(response, field), field
+
+
+def test_the_options_box_has_a_filled_example_and_the_keys_of_each_type(pages, cast):
+    response = pages.as_user(cast.owner).get("/endpoints/new")
+
+    markup = Markup(html(response))
+    (box,) = [tag for tag in markup.find("textarea") if tag.get("name") == "config"]
+    validate_config("http", json.loads(box["placeholder"]))
+    sections = markup.find("section")
+    assert {section["data-type"] for section in sections} == set(EndpointType.values)
+    text = visible_text(response)
+    for section in sections:
+        validate_config(section["data-type"], json.loads(section["data-example"]))
+        for name in option_names(section["data-type"]):
+            assert name in text
+    scripts = [tag["src"] for tag in markup.find("script") if tag.get("src")]
+    assert any("monitoring/endpoint_form." in src for src in scripts)
+
+
+def test_the_edit_form_shows_the_example_of_the_endpoints_type(pages, cast, make_endpoint):
+    endpoint = make_endpoint(cast.project, type="redis", target="redis://cache.test:6379/0")
+
+    response = pages.as_user(cast.owner).get(f"/endpoints/{endpoint.pk}/edit")
+
+    (box,) = [tag for tag in Markup(html(response)).find("textarea") if tag.get("name") == "config"]
+    assert json.loads(box["placeholder"]) == CONFIG_EXAMPLES["redis"]
