@@ -11,6 +11,7 @@ from django.db import connection
 from django.utils import timezone
 
 from accounts.models import Project
+from alerts.models import NotificationChannel
 from apikeys.models import ApiKey
 from monitoring.api.serializers import EndpointSerializer
 from monitoring.models import CheckResult, Endpoint, EndpointStatus, EndpointType, Incident
@@ -692,3 +693,41 @@ def test_the_edit_form_shows_the_example_of_the_endpoints_type(pages, cast, make
 
     (box,) = [tag for tag in Markup(html(response)).find("textarea") if tag.get("name") == "config"]
     assert json.loads(box["placeholder"]) == CONFIG_EXAMPLES["redis"]
+
+
+# --- Every other form: a browser flags an over-long value, the server refuses it --------------
+
+LONG = "n" * 201
+FORM_PAGES = ["/register", "/projects", "/api-keys", "/alerts"]
+
+
+@pytest.mark.parametrize("url", FORM_PAGES)
+def test_no_form_lets_a_browser_cut_a_value_short(pages, cast, url):
+    user = None if url == "/register" else cast.owner
+    markup = html(pages.as_user(user).get(url))
+
+    assert "maxlength" not in markup
+    assert 'pattern=".{1,200}"' in markup
+
+
+@pytest.mark.parametrize(
+    ("url", "form", "rows"),
+    [
+        ("/projects/new", {"name": LONG}, lambda: Project.objects.count()),
+        ("/api-keys/new", {"name": LONG, "scopes": ["endpoint:read"]}, ApiKey.objects.count),
+        (
+            "/alerts/channels/new",
+            {"name": LONG, "kind": "slack", "url": "https://hooks.slack.com/services/T0/B0/x"},
+            lambda: NotificationChannel.objects.count(),
+        ),
+    ],
+)
+def test_an_over_long_name_is_refused_by_every_form(pages, cast, url, form, rows):
+    before = rows()
+
+    response = pages.as_user(cast.owner).post(url, form)
+
+    assert response.status_code == 400
+    # DRF's wording on the pages that share the API's validation, Django's on the others.
+    assert re.search(r"(no more than|at most) 200 characters", visible_text(response))
+    assert rows() == before
