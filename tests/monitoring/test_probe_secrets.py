@@ -6,6 +6,9 @@ Each kind that sends userinfo runs against a real local peer that echoes what it
 """
 
 import base64
+import binascii
+import contextlib
+import re
 from datetime import timedelta
 from urllib.parse import quote, quote_plus
 
@@ -14,7 +17,8 @@ from django.test import Client
 from django.utils import timezone
 
 from monitoring.models import CheckResult, Endpoint, Incident
-from monitoring.probes import probe
+from monitoring.probes import ProbeTask, probe
+from monitoring.probes.secrets import scrub, secrets_of
 from monitoring.targets import validate_target
 from tests.monitoring.peers import ECHO_AUTHORIZATION
 
@@ -37,9 +41,28 @@ def run(kind, target, config=None):
     return probe(kind, target, config, timeout=TIMEOUT)
 
 
+# A run of base64 letters (either alphabet) long enough to hold a piece of a secret.
+_BASE64_RUN = re.compile(r"[A-Za-z0-9+/_-]{8,}")
+# A piece of the secret this long, found in decoded base64, is a leak, not a coincidence.
+PIECE = 5
+
+
+def _decoded(text):
+    """Every run of base64 letters in `text`, decoded at each of the four alignments it may
+    have had in the encoding it was cut from."""
+    for run in _BASE64_RUN.findall(text):
+        run = run.replace("-", "+").replace("_", "/")
+        for start in range(4):
+            chunk = run[start:]
+            chunk = chunk[: len(chunk) // 4 * 4]
+            with contextlib.suppress(binascii.Error):
+                yield base64.b64decode(chunk).decode("latin-1")
+
+
 def leaked(text, user=USER, secret=PASSWORD):
     """The forms of `secret` found in `text`; a base64 start longer than the user part's
-    already gives characters of the secret away."""
+    already gives characters of the secret away, and so does any base64 whose decoding holds
+    a piece of the secret (the rest of a Basic header whose start alone was masked)."""
     forms = {secret, quote(secret), quote(secret, safe=""), quote_plus(secret)}
     found = [form for form in forms if form and form in text]
     for encode in (base64.b64encode, base64.urlsafe_b64encode):
@@ -47,6 +70,9 @@ def leaked(text, user=USER, secret=PASSWORD):
         shown = len(encode(f"{user}:".encode()).decode().rstrip("="))
         if whole[: shown + 2] in text:
             found.append(whole)
+    pieces = {secret[i : i + PIECE] for i in range(len(secret) - PIECE + 1)}
+    for decoded in _decoded(text):
+        found += [f"base64 of {piece!r}" for piece in pieces if piece in decoded]
     return found
 
 
@@ -66,6 +92,18 @@ def test_graphql_error_quoting_basic_credentials(graphql_peer):
 
     assert "auth=Basic ****" in result.error, result  # the peer did quote it
     assert_masked(result)
+
+
+def test_forms_sharing_a_start_are_each_masked_whole():
+    # The Basic base64 of the percent-encoded password and of the plain one begin alike (up
+    # to the first character encoded differently): masking that shared start as a cut-off
+    # form of the one must not leave the rest of the other, which decodes to the password.
+    task = ProbeTask("graphql", f"http://{USERINFO}@127.0.0.1/graphql", {}, TIMEOUT)
+    header = base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()
+
+    shown = scrub(f"auth=Basic {header}", secrets_of(task))
+
+    assert shown == "auth=Basic ****"
 
 
 def test_elasticsearch_status_quoting_basic_credentials_cut_short(elasticsearch_peer):
