@@ -149,7 +149,8 @@ def test_http_body_contains_missing(http_peer):
 
     assert_down(result)
     assert result.status_detail == "HTTP 200"
-    assert "expected text" in result.error.lower()
+    assert result.error == "unexpected body"
+    assert "expected text" in result.error_detail.lower()
 
 
 def test_http_custom_headers_reach_the_server(http_peer):
