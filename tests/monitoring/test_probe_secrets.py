@@ -6,21 +6,19 @@ Each kind that sends userinfo runs against a real local peer that echoes what it
 """
 
 import base64
-import binascii
-import contextlib
-import re
 from datetime import timedelta
-from urllib.parse import quote, quote_plus
+from urllib.parse import quote
 
 import pytest
 from django.test import Client
 from django.utils import timezone
 
 from monitoring.models import CheckResult, Endpoint, Incident
-from monitoring.probes import ProbeTask, probe
+from monitoring.probes import ProbeTask
 from monitoring.probes.secrets import scrub, secrets_of
-from monitoring.targets import validate_target
+from tests.monitoring import probing
 from tests.monitoring.peers import ECHO_AUTHORIZATION
+from tests.monitoring.probing import TIMEOUT, run
 
 USER = "probe"
 # Characters a URL must percent-encode, so the encoded and the sent forms differ.
@@ -28,7 +26,6 @@ PASSWORD = "Zq8!x@y/7 kL:%e"
 USERINFO = f"{USER}:{quote(PASSWORD, safe='')}"
 TOKEN = "ghp_T0kenAsUserName42"
 BEARER = "brr-H3ader-Secret-77"
-TIMEOUT = 5.0
 
 
 @pytest.fixture(autouse=True)
@@ -36,44 +33,8 @@ def _allow_loopback(settings):
     settings.PROBE_ALLOW_PRIVATE_NETWORKS = True
 
 
-def run(kind, target, config=None):
-    validate_target(kind, target)
-    return probe(kind, target, config, timeout=TIMEOUT)
-
-
-# A run of base64 letters (either alphabet) long enough to hold a piece of a secret.
-_BASE64_RUN = re.compile(r"[A-Za-z0-9+/_-]{8,}")
-# A piece of the secret this long, found in decoded base64, is a leak, not a coincidence.
-PIECE = 5
-
-
-def _decoded(text):
-    """Every run of base64 letters in `text`, decoded at each of the four alignments it may
-    have had in the encoding it was cut from."""
-    for run in _BASE64_RUN.findall(text):
-        run = run.replace("-", "+").replace("_", "/")
-        for start in range(4):
-            chunk = run[start:]
-            chunk = chunk[: len(chunk) // 4 * 4]
-            with contextlib.suppress(binascii.Error):
-                yield base64.b64decode(chunk).decode("latin-1")
-
-
 def leaked(text, user=USER, secret=PASSWORD):
-    """The forms of `secret` found in `text`; a base64 start longer than the user part's
-    already gives characters of the secret away, and so does any base64 whose decoding holds
-    a piece of the secret (the rest of a Basic header whose start alone was masked)."""
-    forms = {secret, quote(secret), quote(secret, safe=""), quote_plus(secret)}
-    found = [form for form in forms if form and form in text]
-    for encode in (base64.b64encode, base64.urlsafe_b64encode):
-        whole = encode(f"{user}:{secret}".encode()).decode()
-        shown = len(encode(f"{user}:".encode()).decode().rstrip("="))
-        if whole[: shown + 2] in text:
-            found.append(whole)
-    pieces = {secret[i : i + PIECE] for i in range(len(secret) - PIECE + 1)}
-    for decoded in _decoded(text):
-        found += [f"base64 of {piece!r}" for piece in pieces if piece in decoded]
-    return found
+    return probing.leaked(text, user, secret)
 
 
 def assert_masked(result, *, user=USER, secret=PASSWORD):
