@@ -51,6 +51,11 @@ SESSION = (
     "SET session_replication_role = replica",
 )
 CAUSES = ("HTTP 503", "connection refused", "timed out after 10 s")
+# The raw text a refused check keeps beside its phrase, as the HTTP probe stores it.
+REFUSED_DETAIL = (
+    "ClientConnectorError: Cannot connect to host api.example.com:443 ssl:default "
+    "[Connect call failed (203.0.113.7, 443)]"
+)
 
 
 @dataclass(frozen=True)
@@ -191,14 +196,16 @@ def stored_checks_sql(fields: Sequence[str]) -> str:
     FROM outcome
 ), stored AS (
     INSERT INTO monitoring_checkresult
-        (id, endpoint_id, scheduled_for, checked_at, ok, response_time_ms, status_detail, error)
+        (id, endpoint_id, scheduled_for, checked_at, ok, response_time_ms, status_detail, error,
+         error_detail)
     SELECT encode(set_byte(overlay(rnd PLACING substring(int8send(
                floor(extract(epoch FROM checked_at) * 1000)::bigint + ceil(ms)::bigint + 2)
                FROM 3) FROM 1 FOR 6), 6, (get_byte(rnd, 6) & 15) | 112), 'hex')::uuid,
            endpoint_id, scheduled_for, checked_at, error IS NULL, ms,
            CASE WHEN error IS NULL THEN 'HTTP 200' WHEN error LIKE 'HTTP %%' THEN error
                 ELSE '' END,
-           coalesce(error, '')
+           coalesce(error, ''),
+           CASE WHEN error = 'connection refused' THEN {REFUSED_DETAIL!r} ELSE '' END
     FROM timed
     ORDER BY checked_at
     RETURNING endpoint_id, checked_at, ok, response_time_ms

@@ -110,7 +110,7 @@ def ingester(path: str) -> int:
                 ok,
                 ms,
                 "HTTP 200" if ok else "",
-                "" if ok else "timed out",
+                "" if ok else "timed out after 10 s",
                 started_at=slot.timestamp(),
             )
             made.append(CheckOutcome(pk, slot, slot + timedelta(milliseconds=4), result))

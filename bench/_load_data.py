@@ -177,13 +177,14 @@ def _template(d: str) -> str:
 # prefix moved back with it, the version kept, a new random tail: siblings copy one day).
 EARLIER_RAW_SQL = f"""
 INSERT INTO monitoring_checkresult
-    (id, endpoint_id, scheduled_for, checked_at, ok, response_time_ms, status_detail, error)
+    (id, endpoint_id, scheduled_for, checked_at, ok, response_time_ms, status_detail, error,
+     error_detail)
 SELECT encode(overlay(overlay(uuid_send(c.id) PLACING substring(int8send(
            ('x' || encode(substring(uuid_send(c.id) FROM 1 FOR 6), 'hex'))::bit(48)::bigint
            - %(d)s * 86400000) FROM 3) FROM 1 FOR 6)
          PLACING substring(uuid_send(gen_random_uuid()) FROM 9) FROM 9), 'hex')::uuid,
        e.id, c.scheduled_for - %(d)s * interval '1 day', c.checked_at - %(d)s * interval '1 day',
-       c.ok, c.response_time_ms, c.status_detail, c.error
+       c.ok, c.response_time_ms, c.status_detail, c.error, c.error_detail
 FROM bench_endpoint e JOIN bench_endpoint t ON t.i = {_template("%(d)s")}
 JOIN monitoring_checkresult c ON c.endpoint_id = t.id AND c.checked_at >= %(start)s
 WHERE e.cohort = 0
@@ -305,11 +306,11 @@ def write_big(
             # keeps each id's time prefix and version.
             return lambda c: c.execute(
                 "INSERT INTO monitoring_checkresult (id, endpoint_id, scheduled_for, "
-                "checked_at, ok, response_time_ms, status_detail, error) "
+                "checked_at, ok, response_time_ms, status_detail, error, error_detail) "
                 "SELECT encode(overlay(uuid_send(c.id) PLACING "
                 "substring(uuid_send(gen_random_uuid()) FROM 9) FROM 9), 'hex')::uuid, "
                 "e.id, c.scheduled_for, c.checked_at, c.ok, c.response_time_ms, "
-                "c.status_detail, c.error "
+                "c.status_detail, c.error, c.error_detail "
                 "FROM bench_check_template c JOIN bench_endpoint t ON t.id = c.endpoint_id "
                 "JOIN bench_endpoint e ON e.tmpl = t.i AND e.cohort = 1 "
                 "WHERE c.checked_at >= %(a)s AND c.checked_at < %(b)s ORDER BY c.checked_at",

@@ -140,7 +140,7 @@ def _outcomes(ids: list[uuid.UUID], at: Any, ok: bool) -> list[Any]:
         ok=ok,
         response_time_ms=42.0,
         status_detail="HTTP 200" if ok else "HTTP 503",
-        error="" if ok else "unexpected status 503",
+        error="" if ok else "HTTP 503",
         started_at=at.timestamp(),
     )
     return [CheckOutcome(pk, at, at, result) for pk in ids]

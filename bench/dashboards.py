@@ -86,6 +86,7 @@ def _fill(endpoints: int) -> tuple[object, list[object], object]:
                 ok=ok,
                 response_time_ms=float(ms),
                 error="" if ok else "connection refused",
+                error_detail="" if ok else "ConnectionRefusedError: Connect call failed",
                 started_at=moment.timestamp(),
             )
             outcomes.append(CheckOutcome(endpoint.pk, moment, moment, result))

@@ -105,18 +105,20 @@ def checks_store(*, outcomes: Sequence[CheckOutcome]) -> Stored:
             response_time_ms=o.result.response_time_ms,
             status_detail=o.result.status_detail,
             error=o.result.error,
+            error_detail=o.result.error_detail,
         )
         for o in fresh
     )
     # Counted once the pipeline's transaction commits: a batch rolled back stored nothing.
     kinds = [(endpoints[o.endpoint_id].type, o.result.ok, o.result.response_time_ms) for o in fresh]
     for o in fresh:
-        if not o.result.ok:  # the error is the probe's, already scrubbed of the target's secrets
+        if not o.result.ok:  # the probe's texts, already scrubbed of the target's secrets
             logger.warning(
                 "check_failed",
                 endpoint_id=str(o.endpoint_id),
                 type=endpoints[o.endpoint_id].type,
                 error=o.result.error,
+                error_detail=o.result.error_detail,
                 scheduled_for=o.scheduled_for.isoformat(),
             )
     transaction.on_commit(partial(metrics.checks_observed, kinds=kinds), robust=True)

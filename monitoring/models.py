@@ -211,7 +211,11 @@ class CheckResult(models.Model):
     ok = models.BooleanField()
     response_time_ms = models.FloatField()
     status_detail = models.CharField(max_length=200, blank=True)
+    # `error` is one of the probe kind's fixed phrases (monitoring/probes/phrases.py);
+    # `error_detail` what the driver or server said, masked. The database default lets
+    # bulk loads that name no such column (COPY, INSERT ... SELECT) still insert.
     error = models.CharField(max_length=500, blank=True)
+    error_detail = models.CharField(max_length=500, blank=True, default="", db_default="")
 
     objects = CheckResultQuerySet.as_manager()
 

@@ -190,12 +190,32 @@ def _timestamp(value: datetime | None) -> str | None:
 
 
 class CheckResultSerializer(serializers.ModelSerializer[CheckResult]):
-    """One stored check."""
+    """One stored check: `error` is a short fixed phrase, `error_detail` what the driver or
+    server said (secrets masked)."""
 
     class Meta:
         model = CheckResult
-        fields = ["id", "checked_at", "ok", "response_time_ms", "status_detail", "error"]
+        fields = [
+            "id",
+            "checked_at",
+            "ok",
+            "response_time_ms",
+            "status_detail",
+            "error",
+            "error_detail",
+        ]
         read_only_fields = fields
+        extra_kwargs = {
+            "error": {
+                "help_text": "Why the check failed, one of the probe kind's short fixed phrases "
+                "(`connection refused`, `HTTP 503`, `authentication failed`); empty when ok."
+            },
+            "error_detail": {
+                "help_text": "What the driver or server said about the failure, secrets masked "
+                "as `****`, at most 500 characters; empty when ok or when there is nothing "
+                "to add."
+            },
+        }
 
 
 class IncidentSerializer(serializers.ModelSerializer[Incident]):

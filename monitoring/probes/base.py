@@ -1,6 +1,7 @@
 """The probe interface: what a probe gets, what it returns, and the shared clients."""
 
 import asyncio
+import errno
 import socket
 import ssl
 from collections.abc import Awaitable, Callable
@@ -13,6 +14,7 @@ import aiohttp
 from aiohttp.http_exceptions import HttpProcessingError
 from django.conf import settings
 
+from monitoring.probes import phrases
 from monitoring.probes.network import (
     NOT_ALLOWED,
     PolicyResolver,
@@ -26,6 +28,11 @@ from monitoring.probes.network import (
 MAX_BODY_BYTES = 1_048_576
 MAX_DETAIL_LENGTH = 200
 MAX_ERROR_LENGTH = 500
+MAX_ERROR_DETAIL_LENGTH = 500
+# A server's text for the detail (a GraphQL error, a WebSocket reply) is cut here before it
+# is scrubbed: a hostile target could send a megabyte. The stored detail is cut far shorter,
+# after scrubbing, so a secret cut in two at this point lies beyond what is kept.
+MAX_RAW_TEXT = 4096
 
 T = TypeVar("T")
 
@@ -61,16 +68,21 @@ class ProbeResult:
     error: str = ""
     detected_type: str = ""
     started_at: float = 0.0  # Unix time the check began
+    error_detail: str = ""  # what the driver or server said, masked: `error` is a phrase
 
 
 class ProbeFailed(Exception):
-    """A probe's verdict that the target is down, with a message fit to show users."""
+    """A probe's verdict that the target is down: `error` is one of the kind's fixed
+    phrases (`phrases.py`), `detail` what the driver or server said (masked later)."""
 
-    def __init__(self, error: str, status_detail: str = "", detected_type: str = "") -> None:
+    def __init__(
+        self, error: str, status_detail: str = "", detected_type: str = "", *, detail: str = ""
+    ) -> None:
         super().__init__(error)
         self.error = error
         self.status_detail = status_detail
         self.detected_type = detected_type
+        self.detail = detail
 
 
 def tls_context(verify: bool) -> ssl.SSLContext:
@@ -137,41 +149,72 @@ class ProbeContext:
             self._threads.shutdown(wait=False, cancel_futures=True)
 
 
-def describe_error(exc: BaseException) -> str:
-    """A short message for a client error, without the target's secrets."""
+def raw_text(exc: BaseException) -> str:
+    """An exception as its type and message on one line: the raw text for `error_detail`."""
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def describe_error(exc: BaseException) -> tuple[str, str]:
+    """The fixed phrase for a client error, and its raw text (masked later)."""
+    detail = raw_text(exc)
     if refused_by_policy(exc):
-        return NOT_ALLOWED
+        return NOT_ALLOWED, ""  # the refusal is the whole story; it names no address
     if isinstance(exc, aiohttp.InvalidURL) and "canonical IPv4" in str(exc):
         # aiohttp refuses `127.1` before resolving: the refusal names no address either way.
         allowed = numeric_host_allowed(str(exc).split(" - ", 1)[0].strip())
-        return NOT_ALLOWED if allowed is False else "the URL's IPv4 address is not canonical"
+        if allowed is False:
+            return NOT_ALLOWED, ""
+        return phrases.INVALID_URL, "the URL's IPv4 address is not canonical"
     for error in exception_chain(exc):
-        message = _known_cause(error)
-        if message:
-            return message
-    text = " ".join(str(exc).split())
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+        phrase = _known_cause(error)
+        if phrase:
+            return phrase, detail
+    if isinstance(exc, aiohttp.InvalidURL):
+        return phrases.INVALID_URL, detail
+    if isinstance(exc, OSError | aiohttp.ClientConnectionError):
+        return phrases.NETWORK_ERROR, detail
+    return phrases.UNEXPECTED_ERROR, detail
+
+
+_UNREACHABLE = frozenset({errno.EHOSTUNREACH, errno.ENETUNREACH, errno.EHOSTDOWN})
+# OpenSSL's verify codes (`X509_V_ERR_*`) that say more than "not trusted".
+_EXPIRED, _HOSTNAME_MISMATCH, _IP_MISMATCH = 10, 62, 64
 
 
 def _known_cause(error: BaseException) -> str:
     if isinstance(error, aiohttp.ClientConnectorCertificateError):
         error = error.certificate_error
     if isinstance(error, ssl.SSLCertVerificationError):
-        return f"TLS certificate verification failed: {error.verify_message or 'untrusted'}"
-    if isinstance(error, ssl.SSLError):
-        return f"TLS error: {getattr(error, 'reason', None) or 'handshake failed'}"
-    if isinstance(error, aiohttp.ClientSSLError):
-        return "TLS error: handshake failed"
+        return _certificate_phrase(error)
+    if isinstance(error, ssl.SSLError | aiohttp.ClientSSLError):
+        return phrases.TLS_FAILED
     if isinstance(error, ConnectionRefusedError) or "refused" in str(error).lower():
-        return "connection refused"
+        return phrases.REFUSED
     if isinstance(error, socket.gaierror):
-        return "DNS lookup failed"
+        return phrases.DNS_FAILED
     if isinstance(error, ConnectionResetError):
-        return "connection reset by the server"
-    if isinstance(error, HttpProcessingError):
-        # aiohttp's message quotes what the target sent; an error text must not
-        return "invalid HTTP response"
+        return phrases.RESET
+    if isinstance(error, OSError) and error.errno in _UNREACHABLE:
+        return phrases.UNREACHABLE
+    if isinstance(
+        error,
+        aiohttp.ServerDisconnectedError | asyncio.IncompleteReadError | ConnectionAbortedError,
+    ):
+        return phrases.CLOSED
+    if isinstance(error, HttpProcessingError | aiohttp.ClientPayloadError):
+        # aiohttp's message quotes what the target sent: the detail keeps it, masked
+        return phrases.INVALID_RESPONSE
     return ""
+
+
+def _certificate_phrase(error: ssl.SSLCertVerificationError) -> str:
+    """Expired, issued for another host, or not trusted."""
+    if error.verify_code == _EXPIRED:
+        return phrases.TLS_EXPIRED
+    if error.verify_code in (_HOSTNAME_MISMATCH, _IP_MISMATCH):
+        return phrases.TLS_WRONG_HOST
+    return phrases.TLS_UNTRUSTED
 
 
 Probe = Callable[[ProbeTask, ProbeContext], Awaitable[Outcome]]

@@ -16,6 +16,7 @@ from dataclasses import replace
 from urllib.parse import urlsplit
 
 from monitoring.models import EndpointType
+from monitoring.probes import phrases
 from monitoring.probes.base import Outcome, ProbeContext, ProbeFailed, ProbeTask, tls_context
 from monitoring.probes.network import open_socket
 from monitoring.validation import option_names, validate_config
@@ -106,7 +107,8 @@ async def _sniff(host: str, port: int) -> tuple[str, str]:
         reply = await _exchange(host, port, f"HEAD / HTTP/1.0\r\nHost: {netloc}\r\n\r\n".encode())
         kind = "http" if reply.startswith(b"HTTP/") else None
     if kind is None:
-        raise ProbeFailed("could not detect the protocol")
+        detail = "no MySQL, PostgreSQL, gRPC, Redis, TLS or HTTP answer"
+        raise ProbeFailed(phrases.UNKNOWN_PROTOCOL, detail=detail)
     if kind == "http":
         return kind, f"http://{netloc}/"
     return kind, _URL_FORMS[kind].format(host=netloc)

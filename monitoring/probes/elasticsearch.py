@@ -2,8 +2,9 @@
 
 import json
 
+from monitoring.probes import phrases
 from monitoring.probes.base import Outcome, ProbeContext, ProbeFailed, ProbeTask
-from monitoring.probes.http import fetch, read_body
+from monitoring.probes.http import fetch, read_body, unexpected_status
 
 _RANK = {"red": 0, "yellow": 1, "green": 2}
 
@@ -14,20 +15,32 @@ def health_url(target: str) -> str:
     return f"{base.rstrip('/')}/_cluster/health" + (f"?{query}" if query else "")
 
 
+def _what_is_wrong(exc: Exception) -> str:
+    """What is wrong with the body, in words of the probe's own: Python's messages would
+    quote the body."""
+    if isinstance(exc, json.JSONDecodeError):
+        return "the body is not JSON"
+    if isinstance(exc, KeyError):
+        return f"no {exc.args[0]!r} in the body"  # one of the probe's own keys
+    return "the body is not a cluster health object"
+
+
 async def probe(task: ProbeTask, context: ProbeContext) -> Outcome:
     """Read the cluster status and node count; compare with `min_status` (yellow)."""
     minimum = task.config.get("min_status", "yellow")
     async with fetch(context, task, "GET", health_url(task.target)) as response:
         if response.status != 200:
-            raise ProbeFailed(f"unexpected status {response.status}", f"HTTP {response.status}")
+            raise unexpected_status(response)
         try:
             health = json.loads(await read_body(response))
             status, nodes = health["status"], int(health["number_of_nodes"])
         except (ValueError, KeyError, TypeError) as exc:
-            raise ProbeFailed("the response is not cluster health JSON") from exc
+            raise ProbeFailed(phrases.NOT_CLUSTER_HEALTH, detail=_what_is_wrong(exc)) from exc
     if status not in _RANK:
-        raise ProbeFailed(f"unknown cluster status {str(status)[:20]!r}")
+        shown = f"status {str(status)[:100]!r}"  # the server's text: cut, then masked
+        raise ProbeFailed(phrases.UNKNOWN_CLUSTER_STATUS, detail=shown)
     detail = f"cluster {status}, {nodes} node{'s' if nodes != 1 else ''}"
     if _RANK[status] < _RANK[minimum]:
-        raise ProbeFailed(f"cluster status {status} (minimum {minimum})", detail)
+        error = phrases.CLUSTER_BELOW_MINIMUM.format(status=status, minimum=minimum)
+        raise ProbeFailed(error, detail)
     return Outcome(detail)

@@ -2,8 +2,9 @@
 
 import json
 
-from monitoring.probes.base import Outcome, ProbeContext, ProbeFailed, ProbeTask
-from monitoring.probes.http import fetch, read_body
+from monitoring.probes import phrases
+from monitoring.probes.base import MAX_RAW_TEXT, Outcome, ProbeContext, ProbeFailed, ProbeTask
+from monitoring.probes.http import fetch, read_body, unexpected_status
 
 
 async def probe(task: ProbeTask, context: ProbeContext) -> Outcome:
@@ -14,16 +15,16 @@ async def probe(task: ProbeTask, context: ProbeContext) -> Outcome:
     async with fetch(context, task, "POST", task.target, accept, json=body) as response:
         detail = f"HTTP {response.status}"
         if response.status != 200:
-            raise ProbeFailed(f"unexpected status {response.status}", detail)
+            raise unexpected_status(response)
         try:
             document = json.loads(await read_body(response))
         except ValueError as exc:
-            raise ProbeFailed("the response is not GraphQL JSON", detail) from exc
+            raise ProbeFailed(phrases.NOT_GRAPHQL, detail, detail="the body is not JSON") from exc
         if not isinstance(document, dict) or not ("data" in document or "errors" in document):
-            raise ProbeFailed("the response is not GraphQL JSON", detail)
+            raise ProbeFailed(phrases.NOT_GRAPHQL, detail, detail="no `data` and no `errors`")
         errors = document.get("errors")
         if errors:
             first = errors[0] if isinstance(errors, list) else errors
             message = first.get("message") if isinstance(first, dict) else first
-            raise ProbeFailed(f"GraphQL error: {str(message)[:200]}", detail)
+            raise ProbeFailed(phrases.GRAPHQL_ERROR, detail, detail=str(message)[:MAX_RAW_TEXT])
         return Outcome(detail)

@@ -8,6 +8,7 @@ from urllib.parse import urlsplit
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from monitoring.probes import phrases
 from monitoring.probes.base import Outcome, ProbeContext, ProbeFailed, ProbeTask, tls_context
 from monitoring.probes.network import open_socket, resolve
 
@@ -63,22 +64,44 @@ async def probe(task: ProbeTask, context: ProbeContext) -> Outcome:
                 health_pb2.HealthCheckRequest(service=service), timeout=task.timeout
             )
         except grpc.aio.AioRpcError as exc:
-            raise ProbeFailed(_rpc_error(exc), exc.code().name) from exc
+            code, said = exc.code().name, exc.details()
+            detail = f"{code}: {said}" if said else code
+            raise ProbeFailed(rpc_phrase(exc, task.timeout), code, detail=detail) from exc
     status = health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)
     if reply.status != health_pb2.HealthCheckResponse.SERVING:
-        raise ProbeFailed("service not serving", status)
+        raise ProbeFailed(phrases.NOT_SERVING, status)
     return Outcome(status)
 
 
-def _rpc_error(exc: grpc.aio.AioRpcError) -> str:
+# What gRPC core says in an UNAVAILABLE status's details, and the phrase for it; the first
+# match wins (a TLS failure's details name the handshake before the certificate's fault).
+_UNAVAILABLE = (
+    ("refused", phrases.REFUSED),
+    ("certificate has expired", phrases.TLS_EXPIRED),
+    ("not in peer certificate", phrases.TLS_WRONG_HOST),
+    ("certificate_verify_failed", phrases.TLS_UNTRUSTED),
+    ("handshake failed", phrases.TLS_FAILED),
+    ("failed parsing http/2", phrases.PROTOCOL_ERROR),
+    ("socket closed", phrases.CLOSED),
+    ("connection reset", phrases.RESET),
+    ("unreachable", phrases.UNREACHABLE),
+    ("no route to host", phrases.UNREACHABLE),
+    ("dns resolution failed", phrases.DNS_FAILED),
+)
+
+
+def rpc_phrase(exc: grpc.aio.AioRpcError, timeout: float) -> str:
+    """The phrase for a failed health RPC, from its status code and gRPC core's details."""
     code = exc.code()
     if code == grpc.StatusCode.NOT_FOUND:
-        return "service not found"
+        return phrases.SERVICE_NOT_FOUND
     if code == grpc.StatusCode.UNIMPLEMENTED:
-        return "the server has no health service"
+        return phrases.NO_HEALTH_SERVICE
     if code == grpc.StatusCode.DEADLINE_EXCEEDED:
-        return "timed out waiting for the health check"
-    details = exc.details() or ""
-    if code == grpc.StatusCode.UNAVAILABLE and "refused" in details.lower():
-        return "connection refused"
-    return f"gRPC {code.name}: {details[:200]}"
+        return phrases.TIMED_OUT.format(seconds=f"{timeout:g}")
+    details = (exc.details() or "").lower()
+    if code == grpc.StatusCode.UNAVAILABLE:
+        for words, phrase in _UNAVAILABLE:
+            if words in details:
+                return phrase
+    return phrases.GRPC_STATUS.format(code=code.name)

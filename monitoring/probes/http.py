@@ -7,6 +7,7 @@ from typing import Any
 import aiohttp
 from yarl import URL
 
+from monitoring.probes import phrases
 from monitoring.probes.base import MAX_BODY_BYTES, Outcome, ProbeContext, ProbeFailed, ProbeTask
 from monitoring.targets import is_secret_name
 
@@ -26,11 +27,25 @@ async def read_body(response: aiohttp.ClientResponse, limit: int = MAX_BODY_BYTE
     return b"".join(chunks)[:limit]
 
 
+def unexpected_status(response: aiohttp.ClientResponse) -> ProbeFailed:
+    """The failure for a status the check does not expect: `HTTP 503`."""
+    status = f"HTTP {response.status}"
+    return ProbeFailed(phrases.HTTP_STATUS.format(status=response.status), status)
+
+
 def _next_hop(response: aiohttp.ClientResponse, method: str) -> tuple[URL, str]:
-    location = URL(response.headers["Location"])
-    url = response.url.join(location)
+    try:
+        url = response.url.join(URL(response.headers["Location"]))
+    except ValueError as exc:
+        # the Location is the server's text: not quoted, it may hold what it was sent
+        detail = "the redirect's Location is not a valid URL"
+        raise ProbeFailed(
+            phrases.INVALID_RESPONSE, f"HTTP {response.status}", detail=detail
+        ) from exc
     if url.scheme not in ("http", "https"):
-        raise ProbeFailed("redirect to a URL that is not http(s)", f"HTTP {response.status}")
+        # the Location is the server's choice of text: the detail names its scheme only
+        detail = f"Location scheme {url.scheme[:20]!r}"
+        raise ProbeFailed(phrases.REDIRECT_NOT_HTTP, f"HTTP {response.status}", detail=detail)
     if response.status == 303 or (response.status in (301, 302) and method == "POST"):
         method = "GET"  # what browsers and every HTTP client do
     return url, method
@@ -71,7 +86,7 @@ async def fetch(
             method, options = next_method, {k: v for k, v in options.items() if k != "json"}
         if target.origin() != origin:
             headers = {k: v for k, v in headers.items() if not is_secret_name(k)}
-    raise ProbeFailed(f"more than {MAX_REDIRECTS} redirects")
+    raise ProbeFailed(phrases.TOO_MANY_REDIRECTS, detail=f"more than {MAX_REDIRECTS} redirects")
 
 
 async def probe(task: ProbeTask, context: ProbeContext) -> Outcome:
@@ -81,10 +96,12 @@ async def probe(task: ProbeTask, context: ProbeContext) -> Outcome:
     async with fetch(context, task, method, task.target) as response:
         detail = f"HTTP {response.status}"
         if response.status not in config.get("expected_status", [200]):
-            raise ProbeFailed(f"unexpected status {response.status}", detail)
+            raise unexpected_status(response)
         expected = config.get("body_contains", "")
         if expected and method != "HEAD":
             body = await read_body(response)
             if expected.encode() not in body:
-                raise ProbeFailed("expected text not found in the body", detail)
+                raise ProbeFailed(
+                    phrases.UNEXPECTED_BODY, detail, detail="expected text not found in the body"
+                )
         return Outcome(detail)

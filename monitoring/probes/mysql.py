@@ -13,7 +13,8 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 import pymysql
 
-from monitoring.probes.base import Outcome, ProbeContext, ProbeFailed, ProbeTask
+from monitoring.probes import phrases
+from monitoring.probes.base import Outcome, ProbeContext, ProbeFailed, ProbeTask, raw_text
 from monitoring.probes.network import open_socket
 
 _TLS_MODES = {"required", "verify_ca", "verify_identity", "true", "1"}
@@ -66,7 +67,7 @@ def _select_one(sock: socket.socket, login: _Login, verify_tls: bool, deadline: 
     finally:
         connection.close() if connection.open else sock.close()
     if row != (1,):
-        raise ProbeFailed("SELECT 1 did not answer 1")
+        raise ProbeFailed(phrases.WRONG_ANSWER, detail=f"the answer was {str(row)[:50]}")
 
 
 async def probe(task: ProbeTask, context: ProbeContext) -> Outcome:
@@ -78,7 +79,7 @@ async def probe(task: ProbeTask, context: ProbeContext) -> Outcome:
     try:
         await context.in_thread(_select_one, sock, login, verify, deadline)
     except pymysql.err.MySQLError as exc:
-        raise ProbeFailed(describe(exc)) from exc
+        raise ProbeFailed(phrase(exc), detail=raw(exc)) from exc
     except asyncio.CancelledError:
         # The check timed out: wake the thread blocked on this socket, so that it ends now
         # instead of holding a thread per slow server for as long as the server likes.
@@ -88,11 +89,36 @@ async def probe(task: ProbeTask, context: ProbeContext) -> Outcome:
     return Outcome("SELECT 1")
 
 
-def describe(exc: pymysql.err.MySQLError) -> str:
-    """The server's error code and message, or the connection problem."""
+# Server and client error codes (MySQL's `ER_*` and `CR_*`, the same in MariaDB).
+_CODES = {
+    1044: phrases.AUTH_FAILED,  # access denied to the database
+    1045: phrases.AUTH_FAILED,  # access denied (password)
+    1698: phrases.AUTH_FAILED,  # access denied (no password for a socket-auth account)
+    1130: phrases.AUTH_FAILED,  # this host may not connect
+    1049: phrases.NO_DATABASE,
+    1040: phrases.TOO_MANY_CONNECTIONS,
+    1203: phrases.TOO_MANY_CONNECTIONS,  # the account's max_user_connections
+    1053: phrases.NOT_ACCEPTING,  # shutting down
+    2013: phrases.CLOSED,  # lost connection
+    2006: phrases.CLOSED,  # server has gone away
+}
+_CR_SSL_CONNECTION_ERROR = 2026
+
+
+def phrase(exc: pymysql.err.MySQLError) -> str:
+    """The phrase for a PyMySQL error: by its code, or a protocol error when it has none."""
+    if not (len(exc.args) >= 2 and isinstance(exc.args[0], int)):
+        return phrases.PROTOCOL_ERROR  # PyMySQL's own complaint about what it read
+    code, message = exc.args[0], str(exc.args[1]).lower()
+    if code == _CR_SSL_CONNECTION_ERROR:
+        return phrases.TLS_NOT_SUPPORTED if "support" in message else phrases.TLS_FAILED
+    if code in _CODES:
+        return _CODES[code]
+    return phrases.SERVER_ERROR if code < 2000 else phrases.CONNECTION_FAILED
+
+
+def raw(exc: pymysql.err.MySQLError) -> str:
+    """The error's code and message, as the mysql client shows them."""
     if len(exc.args) >= 2 and isinstance(exc.args[0], int):
-        code, message = exc.args[0], str(exc.args[1])
-        if code in (1045, 1698):
-            return "access denied"
-        return f"MySQL error {code}: {message[:200]}"
-    return str(exc)[:200] or type(exc).__name__
+        return f"ERROR {exc.args[0]}: {exc.args[1]}"
+    return raw_text(exc)

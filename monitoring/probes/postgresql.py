@@ -1,11 +1,13 @@
 """PostgreSQL: connect and run SELECT 1."""
 
 import math
+import re
 
 import psycopg
 from psycopg import conninfo
 
-from monitoring.probes.base import Outcome, ProbeContext, ProbeFailed, ProbeTask
+from monitoring.probes import phrases
+from monitoring.probes.base import Outcome, ProbeContext, ProbeFailed, ProbeTask, raw_text
 from monitoring.probes.network import resolve
 
 # Options the probe sets itself: libpq must connect to the address the policy checked.
@@ -56,24 +58,53 @@ async def probe(task: ProbeTask, context: ProbeContext) -> Outcome:
             conninfo.make_conninfo(**params), autocommit=True
         )
     except psycopg.OperationalError as exc:
-        raise ProbeFailed(describe(exc)) from exc
+        raise ProbeFailed(phrase(exc, task.timeout), detail=raw_text(exc)) from exc
     async with connection:
         try:
             row = await (await connection.execute("SELECT 1")).fetchone()
         except psycopg.Error as exc:
-            raise ProbeFailed(describe(exc)) from exc
+            error = phrase(exc, task.timeout, otherwise=phrases.QUERY_FAILED)
+            raise ProbeFailed(error, detail=raw_text(exc)) from exc
     if row != (1,):
-        raise ProbeFailed("SELECT 1 did not answer 1")
+        raise ProbeFailed(phrases.WRONG_ANSWER, detail=f"the answer was {str(row)[:50]}")
     return Outcome("SELECT 1")
 
 
-def describe(exc: psycopg.Error) -> str:
-    """libpq's message, cut to its first meaningful line."""
-    text = str(exc).strip()
-    lowered = text.lower()
-    if "refused" in lowered:
-        return "connection refused"
-    if "password authentication failed" in lowered or "no password supplied" in lowered:
-        return "authentication failed"
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    return lines[-1] if lines else type(exc).__name__
+# libpq's words for each failure (the server's are in English unless its lc_messages says
+# otherwise: then the phrase is the fallback, and the detail still tells). First match wins.
+_MESSAGES = (
+    (r"refused", phrases.REFUSED),
+    (r'database ".*" does not exist', phrases.NO_DATABASE),
+    (r"password authentication failed|no password supplied", phrases.AUTH_FAILED),
+    (r'role ".*" does not exist|authentication failed', phrases.AUTH_FAILED),
+    (r"no pg_hba\.conf entry|pg_hba\.conf rejects", phrases.AUTH_FAILED),
+    (r"too many (clients|connections)|connection slots are reserved", phrases.TOO_MANY_CONNECTIONS),
+    (r"system is (starting up|shutting down|in recovery)|not yet accepting", phrases.NOT_ACCEPTING),
+    (r"server does not support ssl", phrases.TLS_NOT_SUPPORTED),
+    (r"certificate has expired", phrases.TLS_EXPIRED),
+    (r"does not match host name", phrases.TLS_WRONG_HOST),
+    (r"certificate verify failed|root certificate", phrases.TLS_UNTRUSTED),
+    (r"ssl (error|syscall)|ssl connection has been closed", phrases.TLS_FAILED),
+    (
+        r"invalid response to ssl negotiation|expected authentication request",
+        phrases.PROTOCOL_ERROR,
+    ),
+    (r"lost synchronization|unexpected message type|invalid message", phrases.PROTOCOL_ERROR),
+    (r"server closed the connection|connection to server was lost", phrases.CLOSED),
+    (r"connection reset", phrases.RESET),
+    (r"could not translate host name", phrases.DNS_FAILED),
+    (r"no route to host|network is unreachable", phrases.UNREACHABLE),
+)
+
+
+def phrase(exc: psycopg.Error, timeout: float, otherwise: str = phrases.CONNECTION_FAILED) -> str:
+    """The phrase for libpq's message: `authentication failed`, `database does not exist`..."""
+    if isinstance(exc, psycopg.errors.ConnectionTimeout):
+        return phrases.TIMED_OUT.format(seconds=f"{timeout:g}")
+    # libpq tries again without TLS (sslmode prefer) or at the next address, and joins each
+    # attempt's message: the last attempt says what finally went wrong.
+    text = str(exc).lower().rsplit("connection to server at", 1)[-1]
+    for pattern, found in _MESSAGES:
+        if re.search(pattern, text):
+            return found
+    return otherwise

@@ -9,6 +9,7 @@ import asyncio
 from dataclasses import dataclass
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from monitoring.probes import phrases
 from monitoring.probes.base import Outcome, ProbeContext, ProbeFailed, ProbeTask, tls_context
 from monitoring.probes.network import open_socket
 
@@ -54,20 +55,31 @@ async def _reply(reader: asyncio.StreamReader) -> bytes:
     try:
         line = await reader.readuntil(b"\r\n")
     except asyncio.LimitOverrunError as exc:
-        raise ProbeFailed("unexpected reply: too long") from exc
+        detail = f"a reply line longer than {MAX_REPLY_LINE} bytes"
+        raise ProbeFailed(phrases.UNEXPECTED_REPLY, detail=detail) from exc
     except asyncio.IncompleteReadError as exc:
-        raise ProbeFailed("the server closed the connection") from exc
+        raise ProbeFailed(phrases.CLOSED, detail="the server closed the connection") from exc
     return line[:-2]
+
+
+def _error_phrase(reply: str, failure: str) -> str:
+    """The phrase for an error reply (`-ERR ...`, `-NOAUTH ...`, `-WRONGPASS ...`)."""
+    word = reply.split(" ", 1)[0].upper()
+    if word == "NOAUTH":
+        return phrases.AUTH_REQUIRED
+    if word == "WRONGPASS" or failure == phrases.AUTH_FAILED:
+        return phrases.AUTH_FAILED
+    return failure or phrases.UNEXPECTED_REPLY
 
 
 async def _expect(reader: asyncio.StreamReader, wanted: bytes, failure: str) -> None:
     reply = await _reply(reader)
+    text = reply.decode(errors="replace")
     if reply.startswith(b"-"):
-        text = reply[1:].decode(errors="replace")[:200]
-        raise ProbeFailed(f"{failure}: {text}" if failure else f"unexpected reply: {text}")
+        raise ProbeFailed(_error_phrase(text[1:], failure), detail=text[1:])
     if reply != wanted:
-        detail = reply.decode(errors="replace")[:50]
-        raise ProbeFailed("unexpected reply to PING" if wanted == b"+PONG" else failure, detail)
+        detail = f"expected {wanted.decode()}, got {text}"
+        raise ProbeFailed(phrases.UNEXPECTED_REPLY, text[:50], detail=detail)
 
 
 async def probe(task: ProbeTask, context: ProbeContext) -> Outcome:
@@ -84,9 +96,9 @@ async def probe(task: ProbeTask, context: ProbeContext) -> Outcome:
         steps: list[tuple[bytes, bytes, str]] = []
         if login.password:
             auth = [login.username, login.password] if login.username else [login.password]
-            steps.append((command("AUTH", *auth), b"+OK", "authentication failed"))
+            steps.append((command("AUTH", *auth), b"+OK", phrases.AUTH_FAILED))
         if login.database:
-            steps.append((command("SELECT", str(login.database)), b"+OK", "SELECT failed"))
+            steps.append((command("SELECT", str(login.database)), b"+OK", phrases.NO_DATABASE))
         steps.append((command("PING"), b"+PONG", ""))
         writer.write(b"".join(step for step, _, _ in steps))  # pipelined: one round trip
         await writer.drain()

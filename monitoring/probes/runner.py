@@ -7,6 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from monitoring.probes.base import (
     MAX_DETAIL_LENGTH,
+    MAX_ERROR_DETAIL_LENGTH,
     MAX_ERROR_LENGTH,
     ProbeContext,
     ProbeFailed,
@@ -14,6 +15,7 @@ from monitoring.probes.base import (
     ProbeTask,
     describe_error,
 )
+from monitoring.probes.phrases import TIMED_OUT
 from monitoring.probes.registry import get_probe
 from monitoring.probes.secrets import scrub, secrets_of
 
@@ -21,17 +23,17 @@ from monitoring.probes.secrets import scrub, secrets_of
 async def run_probe(task: ProbeTask, context: ProbeContext) -> ProbeResult:
     """Run one check; its timeout covers the whole exchange, DNS to the last byte."""
     started, started_at = time.perf_counter(), time.time()
-    detail, error, detected = "", "", ""
+    detail, error, raw, detected = "", "", "", ""
     try:
         async with asyncio.timeout(task.timeout):
             outcome = await get_probe(task.type)(task, context)
         detail, error, detected = outcome.status_detail, outcome.error, outcome.detected_type
     except ProbeFailed as exc:
-        detail, error, detected = exc.status_detail, exc.error, exc.detected_type
+        detail, error, raw, detected = exc.status_detail, exc.error, exc.detail, exc.detected_type
     except TimeoutError:
-        error = f"timed out after {task.timeout:g} s"
+        error = TIMED_OUT.format(seconds=f"{task.timeout:g}")
     except Exception as exc:
-        error = describe_error(exc)
+        error, raw = describe_error(exc)
     elapsed_ms = round((time.perf_counter() - started) * 1000, 2)
     # The one place a probe's texts are scrubbed: everything stored or shown comes from here.
     secrets = secrets_of(task)
@@ -40,6 +42,7 @@ async def run_probe(task: ProbeTask, context: ProbeContext) -> ProbeResult:
         response_time_ms=elapsed_ms,
         status_detail=scrub(detail, secrets)[:MAX_DETAIL_LENGTH],
         error=scrub(error, secrets)[:MAX_ERROR_LENGTH],
+        error_detail=scrub(raw, secrets)[:MAX_ERROR_DETAIL_LENGTH],
         detected_type=detected,
         started_at=started_at,
     )

@@ -40,13 +40,18 @@ def secrets_of(task: ProbeTask) -> list[str]:
 
 
 def scrub(text: str, secrets: Sequence[str]) -> str:
-    """The text with every secret form, or a cut-off start of one, masked, on one line."""
+    """The text with every secret form, or a cut-off start of one, masked, on one line.
+
+    Whole forms go first, all of them: forms share starts (the Basic base64 of the
+    percent-encoded password and of the plain one begin alike), and masking the shared
+    start of one as a cut-off form would leave the rest of the other on show.
+    """
+    for secret in secrets:
+        text = text.replace(secret, MASK)
     for secret in secrets:
         if len(secret) > MIN_FRAGMENT and secret[:MIN_FRAGMENT] in text:
-            for end in range(len(secret), MIN_FRAGMENT - 1, -1):
+            for end in range(len(secret) - 1, MIN_FRAGMENT - 1, -1):
                 text = text.replace(secret[:end], MASK)
-        else:
-            text = text.replace(secret, MASK)
     return " ".join(text.split())
 
 

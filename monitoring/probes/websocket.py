@@ -5,12 +5,15 @@ from urllib.parse import urlsplit
 import websockets
 from websockets.asyncio.client import connect
 
+from monitoring.probes import phrases
 from monitoring.probes.base import (
     MAX_BODY_BYTES,
+    MAX_RAW_TEXT,
     Outcome,
     ProbeContext,
     ProbeFailed,
     ProbeTask,
+    raw_text,
     tls_context,
 )
 from monitoring.probes.network import open_socket
@@ -38,17 +41,19 @@ async def probe(task: ProbeTask, context: ProbeContext) -> Outcome:
             return await _exchange(websocket, task.config.get("send", ""), task.config)
     except websockets.InvalidStatus as exc:
         status = exc.response.status_code
-        raise ProbeFailed(f"handshake refused with HTTP {status}", f"HTTP {status}") from exc
+        error, detail = phrases.HTTP_STATUS.format(status=status), "the handshake was refused"
+        raise ProbeFailed(error, f"HTTP {status}", detail=detail) from exc
     except websockets.InvalidHandshake as exc:
-        raise ProbeFailed(f"handshake failed: {str(exc)[:200]}") from exc
+        raise ProbeFailed(phrases.HANDSHAKE_FAILED, detail=raw_text(exc)) from exc
     except websockets.ConnectionClosed as exc:
-        raise ProbeFailed("the server closed the connection") from exc
+        raise ProbeFailed(phrases.CLOSED, detail=raw_text(exc)) from exc
     except ValueError as exc:
         if "redirect" not in str(exc):
             raise
         # websockets cannot follow a redirect over a socket it was given: say so, without
         # echoing the Location (a URL of the server's choosing).
-        raise ProbeFailed("the server redirects; WebSocket redirects are not followed") from exc
+        detail = "the server redirects; WebSocket redirects are not followed"
+        raise ProbeFailed(phrases.REDIRECT_NOT_FOLLOWED, detail=detail) from exc
     finally:
         sock.close()
 
@@ -62,5 +67,6 @@ async def _exchange(websocket: websockets.ClientConnection, send: str, config: d
     text = reply if isinstance(reply, str) else reply.decode(errors="replace")
     expected = config.get("expect", "")
     if expected and expected not in text:
-        raise ProbeFailed("unexpected reply", text[:50])
+        detail = f"reply: {text[:MAX_RAW_TEXT]}"
+        raise ProbeFailed(phrases.UNEXPECTED_REPLY, text[:50], detail=detail)
     return Outcome("reply matched" if expected else "reply received")

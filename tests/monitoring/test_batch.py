@@ -64,8 +64,9 @@ def test_a_redis_target_announcing_a_huge_reply_is_read_no_further(monkeypatch):
     result = asyncio.run(scenario())
 
     assert result.ok is False
-    assert result.error == "unexpected reply to PING"
+    assert result.error == "unexpected reply"
     assert result.status_detail == "$300000000"
+    assert result.error_detail == "expected +PONG, got $300000000"
 
 
 def test_the_postgresql_probe_never_offers_the_workers_own_credentials(monkeypatch):

@@ -1,5 +1,6 @@
 """The checks, check-now and incidents API."""
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -11,7 +12,15 @@ from pipeline.checks import checks_record
 from tests.helpers import assert_problem
 
 T0 = datetime(2030, 1, 1, 12, 0, tzinfo=UTC)
-CHECK_FIELDS = {"id", "checked_at", "ok", "response_time_ms", "status_detail", "error"}
+CHECK_FIELDS = {
+    "id",
+    "checked_at",
+    "ok",
+    "response_time_ms",
+    "status_detail",
+    "error",
+    "error_detail",
+}
 INCIDENT_FIELDS = {"id", "endpoint", "started_at", "resolved_at", "duration_seconds", "cause"}
 
 
@@ -21,6 +30,8 @@ def history(endpoint, *oks):
     for n, ok in enumerate(oks):
         at = T0 + timedelta(minutes=n)
         result = ProbeResult(ok, 10.0 + n, "HTTP 200" if ok else "HTTP 500", "" if ok else "boom")
+        if not ok:
+            result = replace(result, error_detail="Exploded: the server said boom")
         outcomes.append(CheckOutcome(endpoint.pk, at, at, result))
     checks_record(outcomes=outcomes)
 
@@ -43,6 +54,8 @@ def test_checks_are_listed_newest_first_with_the_contracts_fields(api, cast, end
     assert first["checked_at"] == "2030-01-01T12:02:00Z"
     assert [c["ok"] for c in page["results"]] == [True, False, True]
     assert page["results"][1]["error"] == "boom"
+    assert page["results"][1]["error_detail"] == "Exploded: the server said boom"
+    assert page["results"][0]["error_detail"] == ""
 
 
 def test_check_times_with_any_valid_offset_are_read_in_utc(api, cast, endpoint):

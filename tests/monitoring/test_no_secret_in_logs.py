@@ -110,7 +110,7 @@ def test_no_secret_in_any_form_reaches_a_log_line(api, graphql_peer, settings, c
         peer.stop()
 
     # The flows did what they are here for: the peer quoted the header, the webhook was sent.
-    errors = sorted(CheckResult.objects.values_list("error", flat=True))
+    errors = sorted(CheckResult.objects.values_list("error_detail", flat=True))
     assert any("auth=Basic ****" in error for error in errors), errors
     assert any("auth=****" in error for error in errors), errors
     assert [d.attempts for d in Delivery.objects.all()] == [1, 1]
