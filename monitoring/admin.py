@@ -54,7 +54,14 @@ class _LatestInline(admin.TabularInline):
 class LatestCheckInline(_LatestInline):
     model = CheckResult
     verbose_name_plural = f"latest {LatestFormSet.latest} checks"
-    fields = readonly_fields = ("checked_at", "ok", "response_time_ms", "status_detail", "error")
+    fields = readonly_fields = (
+        "checked_at",
+        "ok",
+        "response_time_ms",
+        "status_detail",
+        "error",
+        "error_detail",
+    )
 
 
 class LatestIncidentInline(_LatestInline):
