@@ -461,25 +461,30 @@ def _check_config(check: _Check, endpoint_type: str) -> None:
         return
     if not any(check.given(name) for name in ("config", "type", "target")) and check.current:
         return
-    try:
-        check.values["config"] = validate_config(endpoint_type, _config(check))
-    except TargetError as exc:
-        check.errors["config"] = [str(exc)]
-    except InvalidInput as exc:
-        check.errors.update(exc.nested("config").errors)
+    _validate_config_into(check, endpoint_type, lambda: _config(check), keep=True)
 
 
 def _check_config_alone(check: _Check, endpoint_type: str) -> None:
     """Check a config given beside a bad target, so that one answer names both; its masked
     secrets cannot be restored without a valid target, and nothing is kept."""
-    if not check.given("config"):
-        return
+    if check.given("config"):
+        _validate_config_into(check, endpoint_type, lambda: check.values["config"], keep=False)
+
+
+def _validate_config_into(
+    check: _Check, endpoint_type: str, config: Callable[[], Any], *, keep: bool
+) -> None:
+    """Validate a config (restoring its masked secrets may fail too), recording its errors
+    under `config`; keep the result if asked."""
     try:
-        validate_config(endpoint_type, check.values["config"])
+        validated = validate_config(endpoint_type, config())
     except TargetError as exc:
         check.errors["config"] = [str(exc)]
     except InvalidInput as exc:
         check.errors.update(exc.nested("config").errors)
+    else:
+        if keep:
+            check.values["config"] = validated
 
 
 def _config(check: _Check) -> Any:
