@@ -219,7 +219,12 @@ def _apply_outcome(endpoint: Endpoint, outcome: CheckOutcome, ledger: _Ledger) -
         endpoint.detected_type = result.detected_type
     _open_or_resolve(endpoint, result.ok, ledger)
     status = _status_after(endpoint, result, ledger.open_incidents)
-    change = endpoint.move_to(status, outcome.checked_at, result.error or result.status_detail)
+    # Leaving pending, the endpoint has been watched since its streak began: a failure
+    # confirmed at the third check was down, and watched, from the first (its incident's start).
+    at = endpoint.streak_started_at if endpoint.status == EndpointStatus.PENDING else None
+    change = endpoint.move_to(
+        status, at or outcome.checked_at, result.error or result.status_detail
+    )
     if change is not None:
         ledger.changes.append(change)
         logger.info(

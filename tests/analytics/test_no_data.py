@@ -283,3 +283,17 @@ def test_check_counts_equal_the_counts_latency_reads(went_quiet, pending):
     assert counted[went_quiet.pk] == [latency(owners, w, now)[went_quiet.pk].count for w in windows]
     assert counted[went_quiet.pk][:3] == [0, 144, 144]
     assert counted[pending.pk] == [0] * 4
+
+
+def test_downtime_counts_from_the_first_failure_of_a_new_endpoint(cast, make_endpoint, record, api):
+    """Confirmed at the third failure, the outage (and the watching) began at the first."""
+    with time_machine.travel(T0, tick=False):
+        endpoint = make_endpoint(cast.project, name="Broken", failure_threshold=3)
+    record(endpoint, [(T0 + n * MINUTE, False, 5.0) for n in range(1, 4)])
+    record(endpoint, [(T0 + 10 * MINUTE, True, 5.0)])
+
+    with time_machine.travel(NOW, tick=False):
+        row = one(api.as_user(cast.owner), "sla", endpoint, period="24h")
+
+    assert row["downtime_s"] == 9 * 60  # the incident: first failure to recovery
+    assert row["watched_s"] == 29 * 60  # from the first check to NOW
