@@ -40,6 +40,10 @@ ENDPOINTS = (
 )
 
 
+class DemoConflict(Exception):
+    """The demo login's email belongs to a user outside the demo organization."""
+
+
 @dataclass(frozen=True)
 class DemoSeed:
     """What seeding found or made."""
@@ -66,6 +70,11 @@ def demo_seed(*, targets: str) -> DemoSeed:
             organization=organization,
             role=Role.OWNER,
             email_verified_at=timezone.now(),
+        )
+    elif user.organization.name != ORGANIZATION:
+        raise DemoConflict(
+            f"{EMAIL} belongs to the organization {user.organization.name!r}, not to the demo: "
+            "its password and endpoints are left alone."
         )
     else:
         organization = user.organization

@@ -3,8 +3,9 @@ the demo services; seeding again duplicates nothing."""
 
 from io import StringIO
 
+import pytest
 from django.contrib.auth import authenticate
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 
 from accounts.models import Organization, User
 from healthmon import devtargets
@@ -12,6 +13,11 @@ from monitoring import demo
 from monitoring.models import Endpoint, EndpointStatus
 
 TARGETS = "http://127.0.0.1:8001"
+
+
+@pytest.fixture(autouse=True)
+def _development(settings):
+    settings.DEBUG = True  # `make demo` runs a development server
 
 
 def seed(targets=TARGETS):
@@ -70,3 +76,25 @@ def test_another_demo_port_points_the_same_endpoints_at_it(db, settings):
 
     assert Endpoint.objects.count() == 4
     assert all(e.target.startswith("http://127.0.0.1:9001/") for e in Endpoint.objects.all())
+
+
+def test_seeding_is_refused_outside_development(db, settings):
+    settings.DEBUG = False
+
+    with pytest.raises(CommandError, match="DEBUG=true"):
+        seed()
+
+    assert not User.objects.filter(email=demo.EMAIL).exists()
+    assert not Organization.objects.filter(name="Demo").exists()
+
+
+def test_a_real_user_with_the_demo_email_is_left_alone(db, cast, make_user):
+    real = make_user(cast.org, demo.EMAIL, "owner")
+    password = real.password
+
+    with pytest.raises(CommandError, match="not to the demo"):
+        seed()
+
+    real.refresh_from_db()
+    assert real.password == password
+    assert not Endpoint.objects.exists()

@@ -3,7 +3,7 @@
 from typing import Any
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from monitoring import demo
 
@@ -23,7 +23,15 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         """Seed, then print the login and what was made."""
-        seed = demo.demo_seed(targets=options["targets"])
+        if not settings.DEBUG:
+            raise CommandError(
+                "seed_demo makes an owner whose password is printed in the README: it runs "
+                "only on a development server (DEBUG=true), as `make demo` does."
+            )
+        try:
+            seed = demo.demo_seed(targets=options["targets"])
+        except demo.DemoConflict as exc:
+            raise CommandError(str(exc)) from exc
         self.stdout.write(
             f"demo: sign in at {settings.WEB_BASE_URL}/login as {demo.EMAIL}, "
             f"password {demo.PASSWORD}\n"
