@@ -731,3 +731,11 @@ def test_an_over_long_name_is_refused_by_every_form(pages, cast, url, form, rows
     # DRF's wording on the pages that share the API's validation, Django's on the others.
     assert re.search(r"(no more than|at most) 200 characters", visible_text(response))
     assert rows() == before
+
+
+def test_the_form_pages_title_is_text_only(pages, cast, make_endpoint):
+    endpoint = make_endpoint(cast.project)
+    for url in ("/endpoints/new", f"/endpoints/{endpoint.pk}/edit"):
+        title = re.search(r"<title>(.*?)</title>", html(pages.as_user(cast.owner).get(url)), re.S)
+        assert title, url
+        assert "<" not in title.group(1), title.group(1)
