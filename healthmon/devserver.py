@@ -11,6 +11,8 @@ skips the wait. Run as `python -m healthmon.devserver --port 8000 [--demo]`.
 
 import argparse
 import contextlib
+import ctypes
+import ctypes.util
 import os
 import signal
 import socket
@@ -32,6 +34,7 @@ POLL_SECONDS = 0.2
 WORKER = ("-m", "celery", "-A", "healthmon", "--quiet", "worker", "--beat")
 WORKER_OPTIONS = ("--queues=celery,slow,dispatch", "--pool=threads", "--concurrency=4")
 RULE = "=" * 72
+PR_SET_PDEATHSIG = 1  # prctl(2)
 
 
 class Stopped(Exception):
@@ -64,6 +67,7 @@ class Supervisor:
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE if capture else None,
             start_new_session=True,
+            preexec_fn=_end_with_parent,  # safe: the supervisor runs no threads
         )
 
     def run(self, name: str, argv: Sequence[str], capture: bool = False) -> str:
@@ -130,13 +134,25 @@ def _say(line: str) -> None:
 
 
 def _signal_group(pgid: int, signum: int) -> None:
-    with contextlib.suppress(ProcessLookupError):
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signum)
+
+
+def _end_with_parent() -> None:
+    """In a child: be sent SIGTERM when the supervisor dies, even by SIGKILL (Linux), so that
+    a killed `make run` leaves no worker probing on its own."""
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+# The local server is asked directly, never through an HTTP proxy from the environment.
+_LOCAL = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
 def _answers(url: str) -> bool:
     try:
-        with urllib.request.urlopen(url, timeout=2) as response:  # noqa: S310 - our own URL
+        with _LOCAL.open(url, timeout=2) as response:
             return bool(response.status == 200)
     except (urllib.error.URLError, OSError):
         return False

@@ -7,7 +7,9 @@ import os
 import signal
 import sqlite3
 import urllib.request
+from pathlib import Path
 
+from tests.dev.conftest import _identity
 from tests.faults.processes import free_port, wait_for
 
 HEARTBEAT = "SELECT beat_at FROM monitoring_heartbeat WHERE name = 'dispatcher'"
@@ -117,3 +119,24 @@ def test_make_demo_prints_a_login_that_works_and_seeds_its_organization_once(mak
     assert _value(database, "SELECT count(*) FROM accounts_organization") == 1
     assert _value(database, "SELECT count(*) FROM accounts_user") == 1
     assert _value(database, "SELECT count(*) FROM monitoring_endpoint") == 4
+
+
+def _cmdline(pid):
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except (FileNotFoundError, ProcessLookupError):
+        return ""
+
+
+def test_a_killed_supervisor_leaves_no_worker_probing(make_run, tmp_path):
+    """kill -9 of the supervisor (an OOM kill, say): its worker ends with it."""
+    run = make_run("run", tmp_path)
+    run.banner()
+    started = run.processes()
+    [supervisor] = [pid for pid, _ in started if "healthmon.devserver" in _cmdline(pid)]
+    workers = [(pid, at) for pid, at in started if " worker " in f"{_cmdline(pid)} "]
+    assert workers, [_cmdline(pid) for pid, _ in started]
+
+    os.kill(supervisor, signal.SIGKILL)
+
+    wait_for(lambda: all(_identity(pid) != (pid, at) for pid, at in workers), timeout=10)
