@@ -32,7 +32,7 @@ def checkout() -> Iterator[Path]:
         yield clone
 
 
-def _identity(pid: int) -> tuple[int, str] | None:
+def process_identity(pid: int) -> tuple[int, str] | None:
     """(pid, start time) of a live process; None once it is gone or a zombie."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
@@ -101,7 +101,7 @@ class DevRun:
         found, pending = set(), [self.process.pid]
         while pending:
             pid = pending.pop()
-            identity = _identity(pid)
+            identity = process_identity(pid)
             if identity is not None:
                 found.add(identity)
                 with contextlib.suppress(FileNotFoundError):
@@ -118,7 +118,7 @@ class DevRun:
 
         def gone() -> bool:
             """every process gone"""
-            return all(_identity(pid) != (pid, start) for pid, start in processes)
+            return all(process_identity(pid) != (pid, start) for pid, start in processes)
 
         wait_for(gone, timeout=10, interval=0.05)
         took = time.monotonic() - started

@@ -9,7 +9,7 @@ import sqlite3
 import urllib.request
 from pathlib import Path
 
-from tests.dev.conftest import _identity
+from tests.dev.conftest import process_identity
 from tests.faults.processes import free_port, wait_for
 
 HEARTBEAT = "SELECT beat_at FROM monitoring_heartbeat WHERE name = 'dispatcher'"
@@ -139,4 +139,4 @@ def test_a_killed_supervisor_leaves_no_worker_probing(make_run, tmp_path):
 
     os.kill(supervisor, signal.SIGKILL)
 
-    wait_for(lambda: all(_identity(pid) != (pid, at) for pid, at in workers), timeout=10)
+    wait_for(lambda: all(process_identity(pid) != (pid, at) for pid, at in workers), timeout=10)
