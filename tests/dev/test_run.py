@@ -139,4 +139,10 @@ def test_a_killed_supervisor_leaves_no_worker_probing(make_run, tmp_path):
 
     os.kill(supervisor, signal.SIGKILL)
 
-    wait_for(lambda: all(process_identity(pid) != (pid, at) for pid, at in workers), timeout=10)
+    try:
+        wait_for(lambda: all(process_identity(pid) != (pid, at) for pid, at in workers), 10)
+    finally:  # out of make's reach now: leave no orphan behind, even when the test fails
+        for pid, at in started:
+            if pid != supervisor and process_identity(pid) == (pid, at):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
