@@ -2,6 +2,7 @@
 
 import gc
 import os
+import threading
 from functools import partial
 from typing import Any
 
@@ -73,7 +74,8 @@ def freeze_startup_objects(**kwargs: Any) -> None:
 # Context bound for each running task, kept to be undone when it ends: an eager task (tests,
 # `make run` with CELERY_TASK_ALWAYS_EAGER) runs inside the request that queued it, whose own
 # id must survive the task.
-_bound: dict[str, Any] = {}
+# Keyed by task id and thread: a task redelivered while its first run goes on runs twice.
+_bound: dict[tuple[str, int], Any] = {}
 
 
 @before_task_publish.connect
@@ -91,12 +93,12 @@ def bind_task(task_id: str, task: Task, **kwargs: Any) -> None:
     request_id = task.request.get(REQUEST_ID_HEADER)
     if request_id:
         context["request_id"] = request_id
-    _bound[task_id] = structlog.contextvars.bind_contextvars(**context)
+    _bound[task_id, threading.get_ident()] = structlog.contextvars.bind_contextvars(**context)
 
 
 @task_postrun.connect
 def unbind_task(task_id: str, **kwargs: Any) -> None:
     """Give back the context the task found (none on a worker, the request's when eager)."""
-    tokens = _bound.pop(task_id, None)
+    tokens = _bound.pop((task_id, threading.get_ident()), None)
     if tokens:
         structlog.contextvars.reset_contextvars(**tokens)
