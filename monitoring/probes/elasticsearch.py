@@ -3,7 +3,7 @@
 import json
 
 from monitoring.probes import phrases
-from monitoring.probes.base import Outcome, ProbeContext, ProbeFailed, ProbeTask
+from monitoring.probes.base import MAX_RAW_TEXT, Outcome, ProbeContext, ProbeFailed, ProbeTask
 from monitoring.probes.http import fetch, read_body, unexpected_status
 
 _RANK = {"red": 0, "yellow": 1, "green": 2}
@@ -37,7 +37,7 @@ async def probe(task: ProbeTask, context: ProbeContext) -> Outcome:
         except (ValueError, KeyError, TypeError) as exc:
             raise ProbeFailed(phrases.NOT_CLUSTER_HEALTH, detail=_what_is_wrong(exc)) from exc
     if status not in _RANK:
-        shown = f"status {str(status)[:100]!r}"  # the server's text: cut, then masked
+        shown = f"status {str(status)[:MAX_RAW_TEXT]!r}"  # masked, then cut, by the runner
         raise ProbeFailed(phrases.UNKNOWN_CLUSTER_STATUS, detail=shown)
     detail = f"cluster {status}, {nodes} node{'s' if nodes != 1 else ''}"
     if _RANK[status] < _RANK[minimum]:

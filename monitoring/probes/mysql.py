@@ -14,7 +14,14 @@ from urllib.parse import parse_qs, unquote, urlsplit
 import pymysql
 
 from monitoring.probes import phrases
-from monitoring.probes.base import Outcome, ProbeContext, ProbeFailed, ProbeTask, raw_text
+from monitoring.probes.base import (
+    MAX_RAW_TEXT,
+    Outcome,
+    ProbeContext,
+    ProbeFailed,
+    ProbeTask,
+    raw_text,
+)
 from monitoring.probes.network import open_socket
 
 _TLS_MODES = {"required", "verify_ca", "verify_identity", "true", "1"}
@@ -67,7 +74,7 @@ def _select_one(sock: socket.socket, login: _Login, verify_tls: bool, deadline: 
     finally:
         connection.close() if connection.open else sock.close()
     if row != (1,):
-        raise ProbeFailed(phrases.WRONG_ANSWER, detail=f"the answer was {str(row)[:50]}")
+        raise ProbeFailed(phrases.WRONG_ANSWER, detail=f"the answer was {str(row)[:MAX_RAW_TEXT]}")
 
 
 async def probe(task: ProbeTask, context: ProbeContext) -> Outcome:

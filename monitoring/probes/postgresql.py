@@ -7,7 +7,14 @@ import psycopg
 from psycopg import conninfo
 
 from monitoring.probes import phrases
-from monitoring.probes.base import Outcome, ProbeContext, ProbeFailed, ProbeTask, raw_text
+from monitoring.probes.base import (
+    MAX_RAW_TEXT,
+    Outcome,
+    ProbeContext,
+    ProbeFailed,
+    ProbeTask,
+    raw_text,
+)
 from monitoring.probes.network import resolve
 
 # Options the probe sets itself: libpq must connect to the address the policy checked.
@@ -66,7 +73,7 @@ async def probe(task: ProbeTask, context: ProbeContext) -> Outcome:
             error = phrase(exc, task.timeout, otherwise=phrases.QUERY_FAILED)
             raise ProbeFailed(error, detail=raw_text(exc)) from exc
     if row != (1,):
-        raise ProbeFailed(phrases.WRONG_ANSWER, detail=f"the answer was {str(row)[:50]}")
+        raise ProbeFailed(phrases.WRONG_ANSWER, detail=f"the answer was {str(row)[:MAX_RAW_TEXT]}")
     return Outcome("SELECT 1")
 
 

@@ -10,7 +10,14 @@ from dataclasses import dataclass
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from monitoring.probes import phrases
-from monitoring.probes.base import Outcome, ProbeContext, ProbeFailed, ProbeTask, tls_context
+from monitoring.probes.base import (
+    MAX_RAW_TEXT,
+    Outcome,
+    ProbeContext,
+    ProbeFailed,
+    ProbeTask,
+    tls_context,
+)
 from monitoring.probes.network import open_socket
 
 MAX_REPLY_LINE = 4096
@@ -79,7 +86,7 @@ async def _expect(reader: asyncio.StreamReader, wanted: bytes, failure: str) -> 
         raise ProbeFailed(_error_phrase(text[1:], failure), detail=text[1:])
     if reply != wanted:
         detail = f"expected {wanted.decode()}, got {text}"
-        raise ProbeFailed(phrases.UNEXPECTED_REPLY, text[:50], detail=detail)
+        raise ProbeFailed(phrases.UNEXPECTED_REPLY, text[:MAX_RAW_TEXT], detail=detail)
 
 
 async def probe(task: ProbeTask, context: ProbeContext) -> Outcome:

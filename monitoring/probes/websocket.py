@@ -68,5 +68,5 @@ async def _exchange(websocket: websockets.ClientConnection, send: str, config: d
     expected = config.get("expect", "")
     if expected and expected not in text:
         detail = f"reply: {text[:MAX_RAW_TEXT]}"
-        raise ProbeFailed(phrases.UNEXPECTED_REPLY, text[:50], detail=detail)
+        raise ProbeFailed(phrases.UNEXPECTED_REPLY, text[:MAX_RAW_TEXT], detail=detail)
     return Outcome("reply matched" if expected else "reply received")
