@@ -55,7 +55,7 @@ def _deliveries(channel: NotificationChannel, user: User, status_value: str) -> 
     return rows.order_by("-created_at", "-id")
 
 
-# Request examples; a test creates every one (`tests/healthmon/test_schema_examples.py`).
+# Request examples; a test creates every one (`tests/healthmon/test_openapi.py`).
 CHANNEL_EXAMPLES = [
     OpenApiExample(
         "Email",

@@ -101,7 +101,7 @@ ENDPOINTS = PolymorphicProxySerializer(
     many=True,
 )
 
-# Request examples; every one is created by a test (`tests/monitoring/test_schema.py`). The
+# Request examples; every one is created by a test (`tests/healthmon/test_openapi.py`). The
 # project id is a placeholder: use one of yours.
 EXAMPLE_PROJECT = "6f1c2b8e-0d3a-4c55-9e1f-2a7b9c4d8e10"
 ENDPOINT_EXAMPLES = [

@@ -7,9 +7,6 @@ A `{name}` is the one part that varies, from a closed set: a number, a gRPC stat
 a cluster status. The README lists them; a test keeps the two the same.
 """
 
-import re
-from functools import cache
-
 from monitoring.models import EndpointType
 from monitoring.probes.network import NOT_ALLOWED
 
@@ -132,16 +129,3 @@ PHRASES: dict[str, tuple[str, ...]] = {
 PHRASES[EndpointType.CUSTOM] = tuple(
     dict.fromkeys([*(p for phrases in PHRASES.values() for p in phrases), UNKNOWN_PROTOCOL])
 )
-
-_PLACEHOLDER = re.compile(r"\\\{(\w+)\\\}")
-
-
-@cache
-def _pattern(kind: str) -> re.Pattern[str]:
-    alternatives = (_PLACEHOLDER.sub(r"[\\w.]+", re.escape(phrase)) for phrase in PHRASES[kind])
-    return re.compile("|".join(alternatives))
-
-
-def is_phrase(kind: str, error: str) -> bool:
-    """Whether `error` is one of the kind's phrases, its `{name}` parts filled in."""
-    return _pattern(kind).fullmatch(error) is not None

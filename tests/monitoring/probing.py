@@ -6,10 +6,11 @@ import binascii
 import contextlib
 import re
 from collections.abc import Iterator
+from functools import cache
 from typing import Any
 from urllib.parse import quote, quote_plus
 
-from monitoring.probes import ProbeResult, probe
+from monitoring.probes import ProbeResult, phrases, probe
 from monitoring.targets import validate_target
 
 TIMEOUT = 5.0  # for checks that should finish: a bound, never reached when all is well
@@ -54,3 +55,19 @@ def leaked(text: str, user: str, secret: str) -> list[str]:
     for decoded in _decoded(text):
         found += [f"base64 of {piece!r}" for piece in pieces if piece in decoded]
     return found
+
+
+_PLACEHOLDER = re.compile(r"\\\{(\w+)\\\}")
+
+
+@cache
+def _pattern(kind: str) -> re.Pattern[str]:
+    alternatives = (
+        _PLACEHOLDER.sub(r"[\\w.]+", re.escape(phrase)) for phrase in phrases.PHRASES[kind]
+    )
+    return re.compile("|".join(alternatives))
+
+
+def is_phrase(kind: str, error: str) -> bool:
+    """Whether `error` is one of the kind's phrases, its `{name}` parts filled in."""
+    return _pattern(kind).fullmatch(error) is not None

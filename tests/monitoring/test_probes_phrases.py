@@ -21,9 +21,9 @@ from django.utils.html import escape
 from monitoring.models import CheckResult, EndpointType, Incident
 from monitoring.probes import phrases
 from monitoring.probes.base import describe_error
-from monitoring.probes.phrases import PHRASES, is_phrase
+from monitoring.probes.phrases import PHRASES
 from tests.monitoring.peers import GRPC_NAMED_SERVICE, HOST, POSTGRESQL_URL, ReplyPeer
-from tests.monitoring.probing import leaked, run
+from tests.monitoring.probing import is_phrase, leaked, run
 
 SHORT = 1.0  # for checks that must time out
 USER = "probe"
