@@ -78,7 +78,7 @@ def schedule_errors(config: Mapping[str, Any]) -> dict[str, list[str]]:
     cron, zone = config.get("cron"), config.get("timezone")
     if cron is not None and (problem := _cron_problem(cron)):
         errors["config.cron"] = [f"Not a valid cron expression: {problem}."]
-    if zone is not None and zone not in _zones():
+    if zone is not None and not (isinstance(zone, str) and zone in _zones()):
         shown = f" “{zone[:60]}”" if isinstance(zone, str) else ""
         errors["config.timezone"] = [
             f"Unknown time zone{shown}: use an IANA name such as Europe/Berlin or UTC."
@@ -87,7 +87,7 @@ def schedule_errors(config: Mapping[str, Any]) -> dict[str, list[str]]:
 
 
 def describe(schedule: Schedule) -> str:
-    """Say a schedule in a few words: `every 1 h`, `cron `*/5 * * * *` (America/New_York)`."""
+    """Say a schedule in a few words: "every 1 h", "cron `*/5 * * * *` (America/New_York)"."""
     if schedule.cron is None:
         assert schedule.period is not None  # noqa: S101 - a Schedule has one or the other
         return f"every {duration(schedule.period.total_seconds())}"
