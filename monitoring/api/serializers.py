@@ -3,18 +3,22 @@
 from datetime import UTC, datetime
 from typing import Any
 
+from django.conf import settings
 from rest_framework import serializers
 
 from accounts.api.serializers import NameField, VisibleProjectField
 from healthmon.api.errors import field_errors
 from healthmon.api.serializers import AllErrorsMixin
 from healthmon.errors import InvalidInput
+from monitoring.heartbeats import ping_url
 from monitoring.models import (
+    MAX_HEARTBEAT_SECONDS,
     SLA_TIERS,
     CheckResult,
     Endpoint,
     EndpointType,
     Incident,
+    Ping,
 )
 from monitoring.targets import MAX_TARGET_LENGTH
 from monitoring.validation import (
@@ -29,7 +33,10 @@ from monitoring.validation import (
 NUMBERS: dict[str, dict[str, Any]] = {
     "interval_seconds": {
         "default": DEFAULT_INTERVAL,
-        "help_text": "Seconds between checks, from MIN_CHECK_INTERVAL (10 by default) to 1 day.",
+        "help_text": (
+            "Seconds between checks, from MIN_CHECK_INTERVAL (10 by default) to 1 day; for a "
+            "heartbeat, the period between pings, from 60 s to 365 days."
+        ),
     },
     "timeout_seconds": {
         "required": False,
@@ -60,8 +67,10 @@ class TargetField(serializers.CharField):
             max_length=MAX_TARGET_LENGTH,
             help_text=(
                 "A URL whose scheme fits the type, or host:port for custom. Passwords and "
-                "secret query parameters are answered as ****; send **** back to keep them."
+                "secret query parameters are answered as ****; send **** back to keep them. "
+                "Required, except for heartbeats, which refuse it (empty in answers)."
             ),
+            required=False,
             **kwargs,
         )
 
@@ -102,6 +111,10 @@ class EndpointSerializer(AllErrorsMixin, serializers.ModelSerializer[Endpoint]):
     detected_type = serializers.CharField(
         read_only=True, help_text="For `custom`: the protocol found at the target, once checked."
     )
+    ping_url = serializers.SerializerMethodField(
+        help_text="Heartbeats: the URL the job calls (`/start`, `/fail`, `/<exit status>`, "
+        "`/log` appended as needed); null for other types."
+    )
 
     class Meta:
         model = Endpoint
@@ -120,6 +133,7 @@ class EndpointSerializer(AllErrorsMixin, serializers.ModelSerializer[Endpoint]):
             "sla_target",
             "status",
             "detected_type",
+            "ping_url",
             "last_checked_at",
             "next_check_at",
             "created_at",
@@ -155,20 +169,29 @@ class EndpointSerializer(AllErrorsMixin, serializers.ModelSerializer[Endpoint]):
             "sla_target": instance.sla_target,
             "status": instance.status,
             "detected_type": instance.detected_type,
+            "ping_url": self.get_ping_url(instance),
             "last_checked_at": _timestamp(instance.last_checked_at),
             "next_check_at": _timestamp(instance.next_check_at),
             "created_at": _timestamp(instance.created_at),
             "updated_at": _timestamp(instance.updated_at),
         }
 
+    def get_ping_url(self, instance: Endpoint) -> str | None:
+        """The heartbeat's ping URL; None for probed endpoints."""
+        if instance.ping_key is None:
+            return None
+        return ping_url(settings.WEB_BASE_URL, instance.ping_key)
+
     def get_fields(self) -> dict[str, serializers.Field[Any, Any, Any, Any]]:
         """The fields, the numbers bounded by `endpoint_limits()` as they are now (the
-        interval's minimum is a setting)."""
+        interval's minimum is a setting; its maximum a heartbeat's, the validation holds
+        probed endpoints to a day)."""
         fields = super().get_fields()
         limits = endpoint_limits()
         for name, kwargs in NUMBERS.items():
+            top = MAX_HEARTBEAT_SECONDS if name == "interval_seconds" else limits[name]["max"]
             fields[name] = serializers.IntegerField(
-                min_value=limits[name]["min"], max_value=limits[name]["max"], **kwargs
+                min_value=limits[name]["min"], max_value=top, **kwargs
             )
         return fields
 
@@ -216,6 +239,27 @@ class CheckResultSerializer(serializers.ModelSerializer[CheckResult]):
                 "to add."
             },
         }
+
+
+class PingSerializer(serializers.ModelSerializer[Ping]):
+    """One ping a heartbeat received; `duration_ms` is the run's, when a start was paired."""
+
+    class Meta:
+        model = Ping
+        fields = [
+            "id",
+            "kind",
+            "exit_status",
+            "received_at",
+            "duration_ms",
+            "rid",
+            "client_ip",
+            "method",
+            "user_agent",
+            "body_size",
+            "body_truncated",
+        ]
+        read_only_fields = fields
 
 
 class IncidentSerializer(serializers.ModelSerializer[Incident]):
