@@ -520,7 +520,11 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     # Every endpoint kind's schema has a `status` (monitoring.api.schema): one enum for all.
-    "ENUM_NAME_OVERRIDES": {"EndpointStatusEnum": "monitoring.models.EndpointStatus"},
+    "ENUM_NAME_OVERRIDES": {
+        "EndpointStatusEnum": "monitoring.models.EndpointStatus",
+        "PingKindEnum": "monitoring.models.PingKind",
+        "KindEnum": "alerts.models.ChannelKind",
+    },
 }
 
 # --- Logging --------------------------------------------------------------------------------

@@ -22,6 +22,7 @@ from monitoring.models import (
     EndpointType,
     StatusChange,
 )
+from monitoring.probes.phrases import NO_PING, NO_PING_YET
 
 MIN_PERIOD_SECONDS = 60
 MIN_GRACE_SECONDS = 60
@@ -56,11 +57,6 @@ def heartbeat_errors(
             f"Ensure this value is less than or equal to {MAX_HEARTBEAT_SECONDS}."
         ]
     return errors
-
-
-def ping_url(base_url: str, ping_key: UUID) -> str:
-    """The URL a heartbeat's job calls."""
-    return f"{base_url}/ping/{ping_key}"
 
 
 def _next_due(period: timedelta, after: datetime) -> datetime:
@@ -155,5 +151,5 @@ def heartbeats_claim_overdue(*, now: datetime) -> list[tuple[UUID, datetime, dat
 def no_ping_since(last: datetime | None) -> str:
     """The cause of a missed deadline."""
     if last is None:
-        return "no ping yet"
-    return f"no ping since {last:%Y-%m-%d %H:%M:%S} UTC"
+        return NO_PING_YET
+    return NO_PING.format(time=f"{last:%Y-%m-%d %H:%M:%S} UTC")

@@ -189,6 +189,13 @@ class Endpoint(models.Model):
     def __str__(self) -> str:
         return self.name
 
+    @property
+    def ping_url(self) -> str | None:
+        """The URL a heartbeat's job calls; None for probed endpoints."""
+        if self.ping_key is None:
+            return None
+        return f"{settings.WEB_BASE_URL}/ping/{self.ping_key}"
+
     def move_to(self, status: str, at: datetime, reason: str) -> "StatusChange | None":
         """Move to a status; the record of the move, unsaved (None: no move)."""
         if self.status == status:

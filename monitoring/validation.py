@@ -375,7 +375,8 @@ def endpoint_limits() -> dict[str, dict[str, int]]:
     return {
         "name": {"maxlength": MAX_NAME_LENGTH},
         "target": {"maxlength": MAX_TARGET_LENGTH},
-        "interval_seconds": {"min": settings.MIN_CHECK_INTERVAL, "max": MAX_INTERVAL_SECONDS},
+        # A heartbeat's period may be a year; probed endpoints are held to a day apart.
+        "interval_seconds": {"min": settings.MIN_CHECK_INTERVAL, "max": MAX_HEARTBEAT_SECONDS},
         "timeout_seconds": {"min": 1, "max": MAX_TIMEOUT_SECONDS},
         "failure_threshold": {"min": 1, "max": MAX_THRESHOLD},
         "recovery_threshold": {"min": 1, "max": MAX_THRESHOLD},

@@ -18,9 +18,8 @@ from monitoring.heartbeats import (
 )
 from monitoring.models import Endpoint, EndpointType, Ping, PingKind
 from monitoring.probes import ProbeResult
+from monitoring.probes.phrases import EXIT_STATUS, FAILURE_PING, TOO_FAST
 from pipeline.checks import checks_record
-
-TOO_FAST = "finished too fast"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -105,7 +104,7 @@ def _outcome(endpoint: Endpoint, ping: PingIn, duration_ms: float | None) -> Che
     shorter than `min_run_seconds`."""
     error = ""
     if ping.kind == PingKind.FAIL:
-        error = f"exit status {ping.exit_status}" if ping.exit_status else "failure ping"
+        error = EXIT_STATUS.format(status=ping.exit_status) if ping.exit_status else FAILURE_PING
     else:
         shortest = endpoint.config.get("min_run_seconds")
         if shortest is not None and duration_ms is not None and duration_ms < shortest * 1000:

@@ -3,16 +3,15 @@
 from datetime import UTC, datetime
 from typing import Any
 
-from django.conf import settings
 from rest_framework import serializers
+from rest_framework.fields import empty
+from rest_framework.utils import html
 
 from accounts.api.serializers import NameField, VisibleProjectField
 from healthmon.api.errors import field_errors
 from healthmon.api.serializers import AllErrorsMixin
 from healthmon.errors import InvalidInput
-from monitoring.heartbeats import ping_url
 from monitoring.models import (
-    MAX_HEARTBEAT_SECONDS,
     SLA_TIERS,
     CheckResult,
     Endpoint,
@@ -77,6 +76,14 @@ class TargetField(serializers.CharField):
     def get_attribute(self, instance: Endpoint) -> str:
         """The masked form, without decrypting the stored target."""
         return instance.target_masked
+
+    def get_value(self, dictionary: Any) -> Any:
+        """The value given; a page form's empty box is a blank target (refused as such), not
+        a missing one, though the field is optional (heartbeats have none)."""
+        value = super().get_value(dictionary)
+        if value is empty and html.is_html_input(dictionary) and self.field_name in dictionary:
+            return dictionary[self.field_name]
+        return value
 
 
 class ConfigField(serializers.JSONField):
@@ -178,20 +185,16 @@ class EndpointSerializer(AllErrorsMixin, serializers.ModelSerializer[Endpoint]):
 
     def get_ping_url(self, instance: Endpoint) -> str | None:
         """The heartbeat's ping URL; None for probed endpoints."""
-        if instance.ping_key is None:
-            return None
-        return ping_url(settings.WEB_BASE_URL, instance.ping_key)
+        return instance.ping_url
 
     def get_fields(self) -> dict[str, serializers.Field[Any, Any, Any, Any]]:
         """The fields, the numbers bounded by `endpoint_limits()` as they are now (the
-        interval's minimum is a setting; its maximum a heartbeat's, the validation holds
-        probed endpoints to a day)."""
+        interval's minimum is a setting)."""
         fields = super().get_fields()
         limits = endpoint_limits()
         for name, kwargs in NUMBERS.items():
-            top = MAX_HEARTBEAT_SECONDS if name == "interval_seconds" else limits[name]["max"]
             fields[name] = serializers.IntegerField(
-                min_value=limits[name]["min"], max_value=top, **kwargs
+                min_value=limits[name]["min"], max_value=limits[name]["max"], **kwargs
             )
         return fields
 

@@ -451,3 +451,19 @@ def test_pings_of_another_organization_are_404(api, cast, heartbeat):
     response = api.as_user(cast.outsider).get(f"/api/v1/endpoints/{heartbeat.id}/pings")
 
     assert_problem(response, 404, "not_found")
+
+
+# --- Pages ----------------------------------------------------------------------------------
+
+
+def test_the_endpoint_page_and_overview_show_the_ping_url_and_a_late_badge(client, cast, heartbeat):
+    ping(client, heartbeat, at=T0)
+    heartbeat_deadlines_run(now=T0 + timedelta(seconds=60))
+    with time_machine.travel(T0 + timedelta(seconds=61), tick=False):
+        client.force_login(cast.owner)
+        page = client.get(f"/endpoints/{heartbeat.pk}").content.decode()
+        overview = client.get("/").content.decode()
+
+    heartbeat.refresh_from_db()
+    assert heartbeat.ping_url in page
+    assert 'class="badge status-late"' in overview
