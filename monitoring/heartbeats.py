@@ -30,6 +30,7 @@ DEFAULT_GRACE_SECONDS = 3600
 # What a heartbeat stores as its target: nothing is probed, the job calls its ping URL.
 NO_TARGET = ""
 TARGET_SENT = "Not accepted for heartbeat endpoints: the job calls the endpoint's ping_url."
+THRESHOLD_ONE = "A heartbeat goes down at its first failure and up at its first success: 1."
 TYPE_CHANGE = "A heartbeat cannot become a probed endpoint or the reverse: create a new one."
 
 

@@ -24,6 +24,7 @@ from monitoring.heartbeats import (
     DEFAULT_GRACE_SECONDS,
     MIN_GRACE_SECONDS,
     NO_TARGET,
+    THRESHOLD_ONE,
     heartbeat_errors,
 )
 from monitoring.models import (
@@ -449,8 +450,13 @@ def _check_heartbeat(check: _Check) -> bool:
         _check_timing(check, heartbeat=True)
     if check.current is None and "target" not in errors:
         check.values["target"] = NO_TARGET
-    if check.current is None:  # a ping that fails opens an incident at once, one success ends it
-        check.values["failure_threshold"] = check.values["recovery_threshold"] = 1
+    # A failure ping opens an incident at once and one success ends it: the thresholds are 1
+    # (set on creation, where the API fills in its defaults; refused otherwise on a change).
+    for name in ("failure_threshold", "recovery_threshold"):
+        if check.current is None:
+            check.values[name] = 1
+        elif check.given(name) and check.values[name] != 1:
+            check.errors[name] = [THRESHOLD_ONE]
     if "type" not in errors:
         _check_config(check, EndpointType.HEARTBEAT)
     return True

@@ -145,6 +145,16 @@ def test_a_heartbeat_cannot_change_type_or_take_a_target(api, cast, heartbeat):
     assert regraced.json()["config"]["grace_seconds"] == 120
 
 
+def test_a_heartbeats_thresholds_stay_1(api, cast, heartbeat):
+    url = f"/api/v1/endpoints/{heartbeat.id}"
+
+    refused = api.as_user(cast.owner).patch(url, {"failure_threshold": 3}, format="json")
+    kept = api.as_user(cast.owner).patch(url, {"recovery_threshold": 1}, format="json")
+
+    assert set(assert_problem(refused, 400, "validation_error")["errors"]) == {"failure_threshold"}
+    assert kept.status_code == 200
+
+
 def test_the_dispatcher_never_claims_a_heartbeat(heartbeat, make_endpoint, cast):
     Endpoint.objects.filter(pk=heartbeat.pk).update(next_check_at=T0)  # as a resume sets it
 
