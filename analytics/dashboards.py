@@ -41,6 +41,7 @@ SHORTEST_CHART = timedelta(minutes=5)
 STATUS_ORDER = [
     EndpointStatus.DOWN,
     EndpointStatus.DEGRADED,
+    EndpointStatus.LATE,
     EndpointStatus.PENDING,
     EndpointStatus.UP,
     EndpointStatus.PAUSED,

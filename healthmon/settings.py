@@ -413,12 +413,21 @@ CELERY_TASK_IGNORE_RESULT = True
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 # The dispatcher has a queue of its own, so that it never waits behind probe batches: run a
 # worker on it (`-Q dispatch`, or `-Q celery,dispatch` for one worker doing both).
-CELERY_TASK_ROUTES = {"monitoring.tasks.dispatch_due_checks": {"queue": "dispatch"}}
+CELERY_TASK_ROUTES = {
+    "monitoring.tasks.dispatch_due_checks": {"queue": "dispatch"},
+    "pipeline.tasks.run_heartbeat_deadlines": {"queue": "dispatch"},
+}
 # One beat entry for all endpoints: the dispatcher claims what is due and sends batches.
 CELERY_BEAT_SCHEDULE = {
     "dispatch-due-checks": {
         "task": "monitoring.tasks.dispatch_due_checks",
         "schedule": 1.0,
+        "options": {"expires": 5},
+    },
+    # Heartbeats past their deadline turn late, then down, within a few seconds of it.
+    "heartbeat-deadlines": {
+        "task": "pipeline.tasks.run_heartbeat_deadlines",
+        "schedule": 2.0,
         "options": {"expires": 5},
     },
     "dispatch-deliveries": {
@@ -511,7 +520,11 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     # Every endpoint kind's schema has a `status` (monitoring.api.schema): one enum for all.
-    "ENUM_NAME_OVERRIDES": {"EndpointStatusEnum": "monitoring.models.EndpointStatus"},
+    "ENUM_NAME_OVERRIDES": {
+        "EndpointStatusEnum": "monitoring.models.EndpointStatus",
+        "PingKindEnum": "monitoring.models.PingKind",
+        "KindEnum": "alerts.models.ChannelKind",
+    },
 }
 
 # --- Logging --------------------------------------------------------------------------------

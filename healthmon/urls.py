@@ -28,6 +28,8 @@ urlpatterns = [
     path("readyz", health.readyz, name="readyz"),
     path("metrics", health.metrics_view, name="metrics"),
     path("favicon.ico", favicon, name="favicon"),
+    # Heartbeat pings (API-CONTRACT.md): no auth, outside /api/v1.
+    path("", include("pipeline.urls")),
     path("api/v1/", include(api_v1)),
     # The split view serves its script from a URL: the page then needs no inline script (CSP).
     path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="schema"), name="api-docs"),

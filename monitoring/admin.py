@@ -8,7 +8,7 @@ from django.db.models import QuerySet
 from django.forms.models import BaseInlineFormSet
 from django.http import HttpRequest
 
-from monitoring.models import CheckResult, Endpoint, Heartbeat, Incident, StatusChange
+from monitoring.models import CheckResult, Endpoint, Heartbeat, Incident, Ping, StatusChange
 from monitoring.services import (
     EndpointChanges,
     endpoint_delete,
@@ -219,6 +219,14 @@ class IncidentAdmin(_HistoryAdmin):
 class StatusChangeAdmin(_HistoryAdmin):
     list_display = ["changed_at", "endpoint", "from_status", "to_status", "reason"]
     list_filter = ["to_status", "from_status"]
+    search_fields = ["=endpoint__id", "endpoint__name"]
+    ordering = ["-id"]  # time-ordered ids, as for checks
+
+
+@admin.register(Ping)
+class PingAdmin(_HistoryAdmin):
+    list_display = ["received_at", "endpoint", "kind", "exit_status", "duration_ms", "client_ip"]
+    list_filter = ["kind"]
     search_fields = ["=endpoint__id", "endpoint__name"]
     ordering = ["-id"]  # time-ordered ids, as for checks
 

@@ -16,6 +16,8 @@ from accounts.models import Organization, Project, User
 from healthmon.encryption import EncryptedJSONField, EncryptedTextField
 
 MAX_INTERVAL_SECONDS = 86_400
+# A heartbeat's period and grace may be long: a yearly job still pings.
+MAX_HEARTBEAT_SECONDS = 365 * 86_400
 MAX_TIMEOUT_SECONDS = 60
 MAX_THRESHOLD = 10
 # The spec's SLA targets (uptime %) and their tier labels.
@@ -48,6 +50,7 @@ class EndpointType(models.TextChoices):
     ELASTICSEARCH = "elasticsearch", "Elasticsearch"
     WEBSOCKET = "websocket", "WebSocket"
     CUSTOM = "custom", "Custom (auto-detect)"
+    HEARTBEAT = "heartbeat", "Heartbeat (the job pings us)"
 
 
 class EndpointStatus(models.TextChoices):
@@ -58,6 +61,7 @@ class EndpointStatus(models.TextChoices):
     DEGRADED = "degraded", "Degraded"
     PAUSED = "paused", "Paused"
     PENDING = "pending", "Pending (no check yet)"
+    LATE = "late", "Late (ping overdue, within grace)"
 
 
 def visible_project_ids(user: User) -> list[uuid.UUID]:
@@ -83,8 +87,10 @@ class EndpointQuerySet(models.QuerySet["Endpoint"]):
         return self.filter(project_id__in=visible_project_ids(user))
 
     def due(self, now: datetime) -> "EndpointQuerySet":
-        """Enabled endpoints whose next check is due."""
-        return self.filter(enabled=True, next_check_at__lte=now)
+        """Enabled endpoints whose next check is due; heartbeats are never probed."""
+        return self.filter(enabled=True, next_check_at__lte=now).exclude(
+            type=EndpointType.HEARTBEAT
+        )
 
 
 class Endpoint(models.Model):
@@ -102,7 +108,7 @@ class Endpoint(models.Model):
     target = EncryptedTextField()
     target_masked = models.CharField(max_length=2048, editable=False)
     interval_seconds = models.PositiveIntegerField(
-        default=60, validators=[MaxValueValidator(MAX_INTERVAL_SECONDS)]
+        default=60, validators=[MaxValueValidator(MAX_HEARTBEAT_SECONDS)]
     )
     timeout_seconds = models.PositiveIntegerField(
         default=10, validators=[MaxValueValidator(MAX_TIMEOUT_SECONDS)]
@@ -143,6 +149,12 @@ class Endpoint(models.Model):
     next_check_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
     updated_at = models.DateTimeField(default=timezone.now)
+    # Heartbeats only: the key of the ping URL, and the deadlines the last success or
+    # failure ping set (`monitoring.heartbeats`): late after `late_after`, down after
+    # `alert_after` (late_after + grace), flipped by the deadline loop.
+    ping_key = models.UUIDField(null=True, blank=True, unique=True, editable=False)
+    late_after = models.DateTimeField(null=True, blank=True, editable=False)
+    alert_after = models.DateTimeField(null=True, blank=True, editable=False)
 
     objects = EndpointQuerySet.as_manager()
 
@@ -154,6 +166,17 @@ class Endpoint(models.Model):
                 fields=["next_check_at"], name="endpoint_due_idx", condition=Q(enabled=True)
             ),
             models.Index(fields=["project", "created_at"], name="endpoint_project_idx"),
+            # The deadline loop's queries: heartbeats by their next deadline.
+            models.Index(
+                fields=["late_after"],
+                name="endpoint_late_idx",
+                condition=Q(type="heartbeat", enabled=True),
+            ),
+            models.Index(
+                fields=["alert_after"],
+                name="endpoint_alert_idx",
+                condition=Q(type="heartbeat", enabled=True),
+            ),
         ]
         constraints = [
             models.CheckConstraint(
@@ -165,6 +188,13 @@ class Endpoint(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def ping_url(self) -> str | None:
+        """The URL a heartbeat's job calls; None for probed endpoints."""
+        if self.ping_key is None:
+            return None
+        return f"{settings.WEB_BASE_URL}/ping/{self.ping_key}"
 
     def move_to(self, status: str, at: datetime, reason: str) -> "StatusChange | None":
         """Move to a status; the record of the move, unsaved (None: no move)."""
@@ -186,6 +216,8 @@ class Endpoint(models.Model):
             raise ValidationError(
                 {"interval_seconds": f"At least {settings.MIN_CHECK_INTERVAL} seconds."}
             )
+        if self.type != EndpointType.HEARTBEAT and self.interval_seconds > MAX_INTERVAL_SECONDS:
+            raise ValidationError({"interval_seconds": f"At most {MAX_INTERVAL_SECONDS} seconds."})
         if not 1 <= self.timeout_seconds < self.interval_seconds:
             raise ValidationError(
                 {"timeout_seconds": "At least 1 second and less than the interval."}
@@ -342,3 +374,37 @@ class Heartbeat(models.Model):
     def last(cls, name: str) -> datetime | None:
         """When `name` last ran, or None if never."""
         return Heartbeat.objects.filter(name=name).values_list("beat_at", flat=True).first()
+
+
+class PingKind(models.TextChoices):
+    """What a heartbeat's ping says."""
+
+    SUCCESS = "success", "Success"
+    START = "start", "Start"
+    FAIL = "fail", "Failure"
+    LOG = "log", "Log"
+
+
+class Ping(models.Model):
+    """One ping a heartbeat endpoint received; success and failure pings are checks too."""
+
+    id = models.UUIDField(primary_key=True, default=time_ordered_uuid, editable=False)
+    endpoint = models.ForeignKey(Endpoint, on_delete=models.CASCADE, related_name="pings")
+    kind = models.CharField(max_length=8, choices=PingKind.choices)
+    exit_status = models.PositiveSmallIntegerField(null=True, blank=True)
+    received_at = models.DateTimeField()
+    duration_ms = models.FloatField(null=True, blank=True)
+    rid = models.UUIDField(null=True, blank=True)
+    client_ip = models.GenericIPAddressField(null=True, blank=True)
+    method = models.CharField(max_length=8)
+    user_agent = models.CharField(max_length=500, blank=True)
+    body = models.TextField(blank=True)
+    body_size = models.PositiveIntegerField(default=0)
+    body_truncated = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["-received_at", "-id"]
+        indexes = [models.Index(fields=["endpoint", "received_at"], name="ping_endpoint_time_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.kind} of {self.endpoint_id} at {self.received_at:%Y-%m-%d %H:%M:%S}"

@@ -8,7 +8,7 @@ from datetime import datetime
 from enum import Enum
 from functools import partial
 from typing import Any
-from uuid import UUID
+from uuid import UUID, uuid4
 
 from django.core.cache import cache
 from django.db import transaction
@@ -18,7 +18,14 @@ from django.utils import timezone
 from accounts.audit import audit_record
 from accounts.models import AuditAction, Project
 from healthmon.errors import InvalidInput, TooManyRequests
-from monitoring.models import CheckResult, Endpoint, EndpointStatus, Incident, StatusChange
+from monitoring.models import (
+    CheckResult,
+    Endpoint,
+    EndpointStatus,
+    EndpointType,
+    Incident,
+    StatusChange,
+)
 from monitoring.probes.base import ProbeTask
 from monitoring.probes.secrets import masked, secrets_of
 from monitoring.scheduler import send_batch
@@ -98,9 +105,11 @@ def endpoint_create(
     sla_target: float = 99.9,
 ) -> Endpoint:
     """Create an endpoint from validated values; an enabled one is due for its first check
-    at once."""
+    at once (a heartbeat instead gets its ping key and waits for its first ping)."""
     now = timezone.now()
+    heartbeat = type == EndpointType.HEARTBEAT
     endpoint = Endpoint(
+        ping_key=uuid4() if heartbeat else None,
         project=_lock_project(project),
         name=name,
         type=type,
@@ -115,7 +124,7 @@ def endpoint_create(
         recovery_threshold=recovery_threshold,
         sla_target=sla_target,
         status=EndpointStatus.PENDING if enabled else EndpointStatus.PAUSED,
-        next_check_at=now if enabled else None,
+        next_check_at=now if enabled and not heartbeat else None,
         watch_started_at=now,
         created_at=now,
         updated_at=now,
@@ -287,6 +296,8 @@ def endpoint_check_now(*, endpoint: Endpoint) -> datetime:
     """Queue an immediate check of an enabled endpoint; returns the slot it fills."""
     if not endpoint.enabled:
         raise InvalidInput({"enabled": ["The endpoint is paused: resume it to check it."]})
+    if endpoint.type == EndpointType.HEARTBEAT:
+        raise InvalidInput({"type": ["A heartbeat is not probed: its job pings it."]})
     # One immediate check per endpoint at a time: check-now must not turn the service
     # into a traffic generator pointed at someone's server.
     if not cache.add(f"check-now:{endpoint.pk}", 1, timeout=CHECK_NOW_COOLDOWN_SECONDS):

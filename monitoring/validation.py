@@ -20,7 +20,15 @@ from typing import Any
 from django.conf import settings
 
 from healthmon.errors import NON_FIELD, FieldErrors, InvalidInput
+from monitoring.heartbeats import (
+    DEFAULT_GRACE_SECONDS,
+    MIN_GRACE_SECONDS,
+    NO_TARGET,
+    THRESHOLD_ONE,
+    heartbeat_errors,
+)
 from monitoring.models import (
+    MAX_HEARTBEAT_SECONDS,
     MAX_INTERVAL_SECONDS,
     MAX_THRESHOLD,
     MAX_TIMEOUT_SECONDS,
@@ -42,6 +50,7 @@ DEFAULT_INTERVAL = 60
 DEFAULT_TIMEOUT = 10
 MAX_NAME_LENGTH = 200
 NOT_NULL = "This field may not be null."
+REQUIRED = "This field is required."
 UNKNOWN_OPTION = "Unknown option for this endpoint type."
 
 
@@ -315,6 +324,20 @@ OPTIONS: dict[str, Options] = {
         "expect": _text(max_length=1000, blank=True, trim=False),
     },
     EndpointType.CUSTOM: _HTTP_BASED,
+    EndpointType.HEARTBEAT: {
+        "grace_seconds": Integer(
+            minimum=MIN_GRACE_SECONDS,
+            maximum=MAX_HEARTBEAT_SECONDS,
+            default=lambda: DEFAULT_GRACE_SECONDS,
+            help="How late a ping may be before the endpoint is down.",
+        ),
+        "min_run_seconds": Integer(
+            minimum=1,
+            maximum=MAX_HEARTBEAT_SECONDS,
+            nullable=True,
+            help="A run (start, then success) shorter than this is a failure.",
+        ),
+    },
 }
 
 
@@ -353,7 +376,8 @@ def endpoint_limits() -> dict[str, dict[str, int]]:
     return {
         "name": {"maxlength": MAX_NAME_LENGTH},
         "target": {"maxlength": MAX_TARGET_LENGTH},
-        "interval_seconds": {"min": settings.MIN_CHECK_INTERVAL, "max": MAX_INTERVAL_SECONDS},
+        # A heartbeat's period may be a year; probed endpoints are held to a day apart.
+        "interval_seconds": {"min": settings.MIN_CHECK_INTERVAL, "max": MAX_HEARTBEAT_SECONDS},
         "timeout_seconds": {"min": 1, "max": MAX_TIMEOUT_SECONDS},
         "failure_threshold": {"min": 1, "max": MAX_THRESHOLD},
         "recovery_threshold": {"min": 1, "max": MAX_THRESHOLD},
@@ -395,8 +419,9 @@ def endpoint_validate(
     `config.<option>`).
     """
     check = _Check(dict(values), current, frozenset(failed))
-    _check_timing(check)
-    if "type" in check.failed:
+    if _check_heartbeat(check):
+        pass  # a heartbeat has no target to check, and a refused one no config either
+    elif "type" in check.failed:
         pass  # neither the target nor the options can be judged without the type
     elif "target" in check.failed:
         _check_config_alone(check, check.value("type"))
@@ -405,6 +430,36 @@ def endpoint_validate(
     if check.errors:
         raise InvalidInput(check.errors)
     return check.values
+
+
+def _check_heartbeat(check: _Check) -> bool:
+    """Apply a heartbeat's rules (`monitoring.heartbeats`); whether the endpoint is one
+    (or is refused for becoming or leaving one), so that the probe rules do not apply."""
+    current_type = check.current.type if check.current else None
+    if "type" in check.failed or EndpointType.HEARTBEAT not in (current_type, check.value("type")):
+        _check_timing(check)
+        if check.current is None and not check.given("target") and "target" not in check.failed:
+            check.errors["target"] = [REQUIRED]  # only heartbeats go without
+            check.failed = check.failed | {"target"}
+        return False
+    failed = "interval_seconds" in check.failed
+    interval = None if failed else int(check.value("interval_seconds") or 0)
+    errors = heartbeat_errors(check.values, current_type=current_type, interval=interval)
+    check.errors.update(errors)
+    if "interval_seconds" not in errors:
+        _check_timing(check, heartbeat=True)
+    if check.current is None and "target" not in errors:
+        check.values["target"] = NO_TARGET
+    # A failure ping opens an incident at once and one success ends it: the thresholds are 1
+    # (set on creation, where the API fills in its defaults; refused otherwise on a change).
+    for name in ("failure_threshold", "recovery_threshold"):
+        if check.current is None:
+            check.values[name] = 1
+        elif check.given(name) and check.values[name] != 1:
+            check.errors[name] = [THRESHOLD_ONE]
+    if "type" not in errors:
+        _check_config(check, EndpointType.HEARTBEAT)
+    return True
 
 
 def _check_target_and_config(check: _Check, endpoint_type: str) -> None:
@@ -429,15 +484,21 @@ def timeout_too_long(interval: int) -> str:
     return f"Must be less than the interval ({interval} s)."
 
 
-def _check_timing(check: _Check) -> None:
+def _check_timing(check: _Check, *, heartbeat: bool = False) -> None:
     if "interval_seconds" in check.failed:
         return
     interval = int(check.value("interval_seconds") or 0)
-    if check.given("interval_seconds") and interval < settings.MIN_CHECK_INTERVAL:
-        check.errors["interval_seconds"] = [
-            f"Ensure this value is greater than or equal to {settings.MIN_CHECK_INTERVAL}."
-        ]
-        return
+    if not heartbeat and check.given("interval_seconds"):
+        if interval < settings.MIN_CHECK_INTERVAL:
+            check.errors["interval_seconds"] = [
+                f"Ensure this value is greater than or equal to {settings.MIN_CHECK_INTERVAL}."
+            ]
+            return
+        if interval > MAX_INTERVAL_SECONDS:  # the API's field allows a heartbeat's year
+            check.errors["interval_seconds"] = [
+                f"Ensure this value is less than or equal to {MAX_INTERVAL_SECONDS}."
+            ]
+            return
     if check.current is None and not check.given("timeout_seconds"):
         if "timeout_seconds" not in check.failed:
             check.values["timeout_seconds"] = default_timeout(interval)

@@ -68,6 +68,7 @@ CONFIG_EXAMPLES: dict[str, dict[str, Any]] = {
     EndpointType.ELASTICSEARCH: {"min_status": "green"},
     EndpointType.WEBSOCKET: {"send": "ping", "expect": "pong"},
     EndpointType.CUSTOM: {"verify_tls": True, "degraded_threshold_ms": 1000},
+    EndpointType.HEARTBEAT: {"grace_seconds": 3600, "min_run_seconds": 30},
 }
 
 

@@ -1,13 +1,16 @@
-"""Celery tasks of the check pipeline: probing and recording the batches the dispatcher sends."""
+"""Celery tasks of the check pipeline: probing and recording the batches the dispatcher sends,
+and the heartbeats' deadline loop."""
 
 from datetime import datetime
 from uuid import UUID
 
 from celery import shared_task
+from django.utils import timezone
 
 from monitoring.models import MAX_TIMEOUT_SECONDS
 from monitoring.scheduler import RUN_CHECKS
 from pipeline.checks import checks_run
+from pipeline.heartbeats import heartbeat_deadlines_run
 
 # A batch runs its probes concurrently, so it lasts about its slowest timeout.
 BATCH_SOFT_TIME_LIMIT = MAX_TIMEOUT_SECONDS + 15
@@ -26,3 +29,10 @@ def run_checks(items: list[list[str]]) -> int:
     """Probe a batch of (endpoint id, slot) pairs; safe to run twice for one batch."""
     slots = [(UUID(pk), datetime.fromisoformat(slot)) for pk, slot in items]
     return checks_run(slots=slots)
+
+
+@shared_task(ignore_result=True, acks_late=False, soft_time_limit=20, time_limit=30)
+def run_heartbeat_deadlines() -> list[int]:
+    """Flip heartbeats past their deadlines to late, then down (beat runs this every 2 s)."""
+    late, down = heartbeat_deadlines_run(now=timezone.now())
+    return [late, down]

@@ -34,6 +34,7 @@ from monitoring.probes import ProbeResult
 from monitoring.services import endpoint_create
 from monitoring.validation import validate_config
 from pipeline.checks import checks_record
+from pipeline.heartbeats import PingIn, ping_record
 from tests.helpers import PASSWORD, accept_invite, admin_url, mailed_token
 
 APPS = ("accounts", "apikeys", "monitoring", "alerts", "analytics")
@@ -83,6 +84,34 @@ def build_organization(n: int) -> dict[str, Any]:
     record_checks(site, [True, False, False])
     add_alerts(org, project, site, n)
     return {"key": key, "users": [owner, member]}
+
+
+def add_heartbeat(project: Project, n: int) -> None:
+    """A heartbeat endpoint with a failure ping (a ping, a check and an incident)."""
+    job = endpoint_create(
+        project=project,
+        name=f"Job {n}",
+        type="heartbeat",
+        target="",
+        config=validate_config("heartbeat", {}),
+        failure_threshold=1,
+    )
+    assert job.ping_key is not None
+    ping_record(
+        ping=PingIn(
+            ping_key=job.ping_key,
+            kind="fail",
+            exit_status=3,
+            received_at=timezone.now(),
+            rid=None,
+            client_ip="192.0.2.1",
+            method="POST",
+            user_agent="cron",
+            body="backup failed",
+            body_size=13,
+            body_truncated=False,
+        )
+    )
 
 
 def add_alerts(org: Organization, project: Project, site: Endpoint, n: int) -> None:
@@ -137,6 +166,8 @@ def world(superuser, django_capture_on_commit_callbacks, outbox):
     """Two organizations with every kind of record; the secrets no page may show."""
     with django_capture_on_commit_callbacks(execute=True):
         built = [build_organization(n) for n in (1, 2)]
+        for n, project in enumerate(Project.objects.filter(organization__name__startswith="Org ")):
+            add_heartbeat(project, n)
     Heartbeat.beat("dispatcher", timezone.now())  # the dispatcher's, shared by every organization
     tokens = [mailed_token(message, "/accept-invite") for message in outbox]
     keys = [b["key"] for b in built]

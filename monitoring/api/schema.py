@@ -34,6 +34,7 @@ _NAMES: dict[str, str] = {
     EndpointType.ELASTICSEARCH: "Elasticsearch",
     EndpointType.WEBSOCKET: "WebSocket",
     EndpointType.CUSTOM: "Custom",
+    EndpointType.HEARTBEAT: "Heartbeat",
 }
 
 
@@ -138,6 +139,17 @@ ENDPOINT_EXAMPLES = [
             "type": "graphql",
             "target": "https://catalog.example.com/graphql",
             "config": {"query": "{ __typename }", "degraded_threshold_ms": 800},
+        },
+    ),
+    OpenApiExample(
+        "Heartbeat",
+        request_only=True,
+        value={
+            "project": EXAMPLE_PROJECT,
+            "name": "Nightly backup",
+            "type": "heartbeat",
+            "interval_seconds": 86400,
+            "config": {"grace_seconds": 3600},
         },
     ),
 ]

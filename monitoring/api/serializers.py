@@ -4,6 +4,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from rest_framework import serializers
+from rest_framework.fields import empty
+from rest_framework.utils import html
 
 from accounts.api.serializers import NameField, VisibleProjectField
 from healthmon.api.errors import field_errors
@@ -15,6 +17,7 @@ from monitoring.models import (
     Endpoint,
     EndpointType,
     Incident,
+    Ping,
 )
 from monitoring.targets import MAX_TARGET_LENGTH
 from monitoring.validation import (
@@ -29,7 +32,10 @@ from monitoring.validation import (
 NUMBERS: dict[str, dict[str, Any]] = {
     "interval_seconds": {
         "default": DEFAULT_INTERVAL,
-        "help_text": "Seconds between checks, from MIN_CHECK_INTERVAL (10 by default) to 1 day.",
+        "help_text": (
+            "Seconds between checks, from MIN_CHECK_INTERVAL (10 by default) to 1 day; for a "
+            "heartbeat, the period between pings, from 60 s to 365 days."
+        ),
     },
     "timeout_seconds": {
         "required": False,
@@ -60,14 +66,24 @@ class TargetField(serializers.CharField):
             max_length=MAX_TARGET_LENGTH,
             help_text=(
                 "A URL whose scheme fits the type, or host:port for custom. Passwords and "
-                "secret query parameters are answered as ****; send **** back to keep them."
+                "secret query parameters are answered as ****; send **** back to keep them. "
+                "Required, except for heartbeats, which refuse it (empty in answers)."
             ),
+            required=False,
             **kwargs,
         )
 
     def get_attribute(self, instance: Endpoint) -> str:
         """The masked form, without decrypting the stored target."""
         return instance.target_masked
+
+    def get_value(self, dictionary: Any) -> Any:
+        """The value given; a page form's empty box is a blank target (refused as such), not
+        a missing one, though the field is optional (heartbeats have none)."""
+        value = super().get_value(dictionary)
+        if value is empty and html.is_html_input(dictionary) and self.field_name in dictionary:
+            return dictionary[self.field_name]
+        return value
 
 
 class ConfigField(serializers.JSONField):
@@ -102,6 +118,10 @@ class EndpointSerializer(AllErrorsMixin, serializers.ModelSerializer[Endpoint]):
     detected_type = serializers.CharField(
         read_only=True, help_text="For `custom`: the protocol found at the target, once checked."
     )
+    ping_url = serializers.SerializerMethodField(
+        help_text="Heartbeats: the URL the job calls (`/start`, `/fail`, `/<exit status>`, "
+        "`/log` appended as needed); null for other types."
+    )
 
     class Meta:
         model = Endpoint
@@ -120,6 +140,7 @@ class EndpointSerializer(AllErrorsMixin, serializers.ModelSerializer[Endpoint]):
             "sla_target",
             "status",
             "detected_type",
+            "ping_url",
             "last_checked_at",
             "next_check_at",
             "created_at",
@@ -155,11 +176,16 @@ class EndpointSerializer(AllErrorsMixin, serializers.ModelSerializer[Endpoint]):
             "sla_target": instance.sla_target,
             "status": instance.status,
             "detected_type": instance.detected_type,
+            "ping_url": self.get_ping_url(instance),
             "last_checked_at": _timestamp(instance.last_checked_at),
             "next_check_at": _timestamp(instance.next_check_at),
             "created_at": _timestamp(instance.created_at),
             "updated_at": _timestamp(instance.updated_at),
         }
+
+    def get_ping_url(self, instance: Endpoint) -> str | None:
+        """The heartbeat's ping URL; None for probed endpoints."""
+        return instance.ping_url
 
     def get_fields(self) -> dict[str, serializers.Field[Any, Any, Any, Any]]:
         """The fields, the numbers bounded by `endpoint_limits()` as they are now (the
@@ -216,6 +242,27 @@ class CheckResultSerializer(serializers.ModelSerializer[CheckResult]):
                 "to add."
             },
         }
+
+
+class PingSerializer(serializers.ModelSerializer[Ping]):
+    """One ping a heartbeat received; `duration_ms` is the run's, when a start was paired."""
+
+    class Meta:
+        model = Ping
+        fields = [
+            "id",
+            "kind",
+            "exit_status",
+            "received_at",
+            "duration_ms",
+            "rid",
+            "client_ip",
+            "method",
+            "user_agent",
+            "body_size",
+            "body_truncated",
+        ]
+        read_only_fields = fields
 
 
 class IncidentSerializer(serializers.ModelSerializer[Incident]):

@@ -30,8 +30,9 @@ from monitoring.api.serializers import (
     CheckResultSerializer,
     EndpointSerializer,
     IncidentSerializer,
+    PingSerializer,
 )
-from monitoring.models import CheckResult, Endpoint, Incident
+from monitoring.models import CheckResult, Endpoint, Incident, Ping
 
 
 @extend_schema(tags=["endpoints"])
@@ -142,6 +143,19 @@ class EndpointViewSet(viewsets.ModelViewSet):
             raise ValidationError(selected.errors)
         page = self.paginate_queryset(selected.qs)
         return self.get_paginated_response(CheckResultSerializer(page, many=True).data)
+
+    @extend_schema(
+        summary="A heartbeat's pings, newest first (empty for probed endpoints)",
+        responses={200: PingSerializer(many=True)},
+        filters=False,
+    )
+    @action(detail=True, methods=["get"], filterset_class=None)
+    def pings(self, request: Request, pk: str) -> Response:
+        """A page of the pings the endpoint received."""
+        endpoint = self.get_object()
+        pings = Ping.objects.filter(endpoint=endpoint).order_by("-received_at", "-id")
+        page = self.paginate_queryset(pings.defer("body"))
+        return self.get_paginated_response(PingSerializer(page, many=True).data)
 
     @extend_schema(
         summary="Check the endpoint now (at most once per 5 seconds per endpoint)",

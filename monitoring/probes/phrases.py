@@ -129,3 +129,11 @@ PHRASES: dict[str, tuple[str, ...]] = {
 PHRASES[EndpointType.CUSTOM] = tuple(
     dict.fromkeys([*(p for phrases in PHRASES.values() for p in phrases), UNKNOWN_PROTOCOL])
 )
+
+# --- Heartbeats: nothing is probed, the job's pings (or their absence) say it -------------
+NO_PING = "no ping since {time}"  # `YYYY-MM-DD HH:MM:SS UTC`, or "no ping yet"
+NO_PING_YET = "no ping yet"
+FAILURE_PING = "failure ping"
+EXIT_STATUS = "exit status {status}"  # 1-255
+TOO_FAST = "finished too fast"  # a run shorter than config.min_run_seconds
+PHRASES[EndpointType.HEARTBEAT] = (NO_PING, NO_PING_YET, FAILURE_PING, EXIT_STATUS, TOO_FAST)

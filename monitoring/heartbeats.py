@@ -1,0 +1,156 @@
+"""Heartbeat endpoints: the job pings us, nothing is probed.
+
+The rules of what a heartbeat accepts (no target; period and grace bounds), the deadlines a
+ping sets, and the deadline loop's two flips, each a conditional UPDATE that cannot fire
+twice. What a ping or a missed deadline then causes (a check, incidents, notifications) is
+the check pipeline's (`pipeline.heartbeats`), which sits above this app.
+"""
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+from uuid import UUID
+
+from django.db import connection
+
+from healthmon.errors import FieldErrors
+from monitoring.models import (
+    MAX_HEARTBEAT_SECONDS,
+    Endpoint,
+    EndpointStatus,
+    EndpointType,
+    StatusChange,
+)
+from monitoring.probes.phrases import NO_PING, NO_PING_YET
+
+MIN_PERIOD_SECONDS = 60
+MIN_GRACE_SECONDS = 60
+DEFAULT_GRACE_SECONDS = 3600
+# What a heartbeat stores as its target: nothing is probed, the job calls its ping URL.
+NO_TARGET = ""
+TARGET_SENT = "Not accepted for heartbeat endpoints: the job calls the endpoint's ping_url."
+THRESHOLD_ONE = "A heartbeat goes down at its first failure and up at its first success: 1."
+TYPE_CHANGE = "A heartbeat cannot become a probed endpoint or the reverse: create a new one."
+
+
+def heartbeat_errors(
+    values: Mapping[str, Any], *, current_type: str | None, interval: int | None
+) -> FieldErrors:
+    """What a heartbeat refuses among the fields given (`current_type` None on creation):
+    a target, an interval outside 60 s to 365 days, a change of type to or from heartbeat."""
+    errors: FieldErrors = {}
+    new_type = values.get("type", current_type)
+    if current_type is not None and (current_type == EndpointType.HEARTBEAT) != (
+        new_type == EndpointType.HEARTBEAT
+    ):
+        errors["type"] = [TYPE_CHANGE]
+    if new_type != EndpointType.HEARTBEAT:
+        return errors
+    if "target" in values:
+        errors["target"] = [TARGET_SENT]
+    if interval is not None and interval < MIN_PERIOD_SECONDS:
+        errors["interval_seconds"] = [
+            f"Ensure this value is greater than or equal to {MIN_PERIOD_SECONDS}."
+        ]
+    if interval is not None and interval > MAX_HEARTBEAT_SECONDS:
+        errors["interval_seconds"] = [
+            f"Ensure this value is less than or equal to {MAX_HEARTBEAT_SECONDS}."
+        ]
+    return errors
+
+
+def _next_due(period: timedelta, after: datetime) -> datetime:
+    """The next expected ping after `after`, for a period schedule.
+
+    Period only: to be replaced by `monitoring.schedules.next_due` (cron schedules), which
+    another branch brings.
+    """
+    return after + period
+
+
+@dataclass(frozen=True)
+class Deadlines:
+    """When a heartbeat turns late, then down, unless a ping comes."""
+
+    late_after: datetime
+    alert_after: datetime
+
+
+def deadlines_after(*, interval_seconds: int, config: Mapping[str, Any], at: datetime) -> Deadlines:
+    """The deadlines a success or failure ping received at `at` sets."""
+    late = _next_due(timedelta(seconds=interval_seconds), at)
+    grace = int(config.get("grace_seconds", DEFAULT_GRACE_SECONDS))
+    return Deadlines(late, late + timedelta(seconds=grace))
+
+
+def _returning_ids(sql: str, params: list[Any]) -> list[UUID]:
+    """Run an UPDATE ... RETURNING id (PostgreSQL, and SQLite from 3.35); the ids."""
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return [pk if isinstance(pk, UUID) else UUID(str(pk)) for (pk,) in cursor.fetchall()]
+
+
+def _adapt(moment: datetime) -> Any:
+    return connection.ops.adapt_datetimefield_value(moment)
+
+
+def heartbeats_flip_late(*, now: datetime) -> list[UUID]:
+    """Move up heartbeats past their period to late, once each; their ids.
+
+    One conditional UPDATE: a second loop finds them late already and moves nothing. Late
+    is no downtime and opens nothing; the move is recorded as history. Call it inside a
+    transaction, which holds the rows until the history is written.
+    """
+    table = connection.ops.quote_name(Endpoint._meta.db_table)
+    ids = _returning_ids(
+        f"UPDATE {table} SET status = %s "  # noqa: S608 - the table name is ours
+        "WHERE type = %s AND enabled = %s AND status = %s AND late_after <= %s RETURNING id",
+        [EndpointStatus.LATE, EndpointType.HEARTBEAT, True, EndpointStatus.UP, _adapt(now)],
+    )
+    rows = Endpoint.objects.filter(pk__in=ids).values_list("id", "late_after", "last_checked_at")
+    StatusChange.objects.bulk_create(
+        StatusChange(
+            endpoint_id=pk,
+            changed_at=late_after or now,
+            from_status=EndpointStatus.UP,
+            to_status=EndpointStatus.LATE,
+            reason=no_ping_since(last),
+        )
+        for pk, late_after, last in rows
+    )
+    return ids
+
+
+def heartbeats_claim_overdue(*, now: datetime) -> list[tuple[UUID, datetime, datetime | None]]:
+    """Claim late heartbeats past their grace, once each: (id, deadline, last ping).
+
+    The claim clears `alert_after` in one conditional UPDATE, so a second loop, or the same
+    one run again, claims nothing; the caller records the missed deadline as a failed check
+    in the same transaction, so a loop killed between the two leaves the claim undone.
+    """
+    table = connection.ops.quote_name(Endpoint._meta.db_table)
+    deadlines = dict(
+        Endpoint.objects.filter(
+            type=EndpointType.HEARTBEAT,
+            enabled=True,
+            status=EndpointStatus.LATE,
+            alert_after__lte=now,
+        ).values_list("id", "alert_after")
+    )
+    if not deadlines:
+        return []
+    ids = _returning_ids(
+        f"UPDATE {table} SET alert_after = NULL "  # noqa: S608 - the table name is ours
+        "WHERE type = %s AND enabled = %s AND status = %s AND alert_after <= %s RETURNING id",
+        [EndpointType.HEARTBEAT, True, EndpointStatus.LATE, _adapt(now)],
+    )
+    last = dict(Endpoint.objects.filter(pk__in=ids).values_list("id", "last_checked_at"))
+    return [(pk, deadlines.get(pk) or now, last[pk]) for pk in sorted(ids)]
+
+
+def no_ping_since(last: datetime | None) -> str:
+    """The cause of a missed deadline."""
+    if last is None:
+        return NO_PING_YET
+    return NO_PING.format(time=f"{last:%Y-%m-%d %H:%M:%S} UTC")

@@ -1,0 +1,93 @@
+"""The ping routes heartbeat jobs call: no login, no CSRF token, GET, HEAD and POST alike.
+
+A ping is one short transaction (`pipeline.heartbeats.ping_record`); the answer is a plain
+`OK`, or 404 `not found` with nothing written for a key no heartbeat has.
+"""
+
+from uuid import UUID
+
+from django.conf import settings
+from django.http import HttpRequest, HttpResponse
+from django.utils import timezone
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_http_methods
+
+from monitoring.models import PingKind
+from pipeline.heartbeats import PingIn, ping_record
+
+MAX_BODY_BYTES = 100_000
+_CHUNK = 64 * 1024
+_ACTIONS = {
+    "": PingKind.SUCCESS,
+    "start": PingKind.START,
+    "fail": PingKind.FAIL,
+    "log": PingKind.LOG,
+}
+
+
+def _text(body: str, status: int) -> HttpResponse:
+    return HttpResponse(body, status=status, content_type="text/plain; charset=utf-8")
+
+
+def _uuid(text: str | None) -> UUID | None:
+    try:
+        return UUID(text) if text else None
+    except ValueError:
+        return None
+
+
+def _kind(action: str) -> tuple[str, int | None] | None:
+    """The ping's kind and exit status from the route's last part; None if unknown."""
+    if action in _ACTIONS:
+        return _ACTIONS[action], None
+    if action.isdigit() and int(action) <= 255:
+        code = int(action)
+        return (PingKind.SUCCESS if code == 0 else PingKind.FAIL), code
+    return None
+
+
+def client_ip(request: HttpRequest) -> str | None:
+    """The caller's address: with NUM_PROXIES trusted proxies in front, the address the
+    outermost of them saw in X-Forwarded-For (as DRF's throttles read it), else REMOTE_ADDR."""
+    forwarded = request.META.get("HTTP_X_FORWARDED_FOR", "")
+    if settings.NUM_PROXIES and forwarded:
+        hops = [hop.strip() for hop in forwarded.split(",")]
+        return hops[-min(settings.NUM_PROXIES, len(hops))] or None
+    return request.META.get("REMOTE_ADDR") or None
+
+
+def _body(request: HttpRequest) -> tuple[str, int, bool]:
+    """The first 100 kB of the body as text, its full size, and whether it was cut."""
+    kept = request.read(MAX_BODY_BYTES + 1)
+    size = len(kept)
+    while chunk := request.read(_CHUNK):  # drain the rest, counting it
+        size += len(chunk)
+    cut = size > MAX_BODY_BYTES
+    return kept[:MAX_BODY_BYTES].decode("utf-8", errors="replace"), size, cut
+
+
+@csrf_exempt
+@require_http_methods(["GET", "HEAD", "POST"])
+def ping(request: HttpRequest, key: str, action: str = "") -> HttpResponse:
+    """Record a ping of the heartbeat whose key is `key`."""
+    received_at = timezone.now()
+    ping_key, kind = _uuid(key), _kind(action)
+    if ping_key is None or kind is None:
+        return _text("not found", 404)
+    body, size, cut = _body(request)
+    stored = ping_record(
+        ping=PingIn(
+            ping_key=ping_key,
+            kind=kind[0],
+            exit_status=kind[1],
+            received_at=received_at,
+            rid=_uuid(request.GET.get("rid")),
+            client_ip=client_ip(request),
+            method=request.method or "GET",
+            user_agent=request.META.get("HTTP_USER_AGENT", ""),
+            body=body,
+            body_size=size,
+            body_truncated=cut,
+        )
+    )
+    return _text("OK", 200) if stored else _text("not found", 404)
