@@ -23,6 +23,7 @@ from monitoring.models import (
     StatusChange,
 )
 from monitoring.probes.phrases import NO_PING, NO_PING_YET
+from monitoring.schedules import next_due, schedule_of
 
 MIN_PERIOD_SECONDS = 60
 MIN_GRACE_SECONDS = 60
@@ -60,15 +61,6 @@ def heartbeat_errors(
     return errors
 
 
-def _next_due(period: timedelta, after: datetime) -> datetime:
-    """The next expected ping after `after`, for a period schedule.
-
-    Period only: to be replaced by `monitoring.schedules.next_due` (cron schedules), which
-    another branch brings.
-    """
-    return after + period
-
-
 @dataclass(frozen=True)
 class Deadlines:
     """When a heartbeat turns late, then down, unless a ping comes."""
@@ -79,7 +71,7 @@ class Deadlines:
 
 def deadlines_after(*, interval_seconds: int, config: Mapping[str, Any], at: datetime) -> Deadlines:
     """The deadlines a success or failure ping received at `at` sets."""
-    late = _next_due(timedelta(seconds=interval_seconds), at)
+    late = next_due(schedule_of(interval_seconds, config), at)
     grace = int(config.get("grace_seconds", DEFAULT_GRACE_SECONDS))
     return Deadlines(late, late + timedelta(seconds=grace))
 

@@ -35,6 +35,7 @@ from monitoring.models import (
     Endpoint,
     EndpointType,
 )
+from monitoring.schedules import schedule_errors
 from monitoring.targets import (
     MASK,
     MAX_TARGET_LENGTH,
@@ -325,6 +326,13 @@ OPTIONS: dict[str, Options] = {
     },
     EndpointType.CUSTOM: _HTTP_BASED,
     EndpointType.HEARTBEAT: {
+        "cron": _text(
+            max_length=200,
+            blank=True,
+            help="A 5-field cron expression; when given, it replaces the interval. "
+            "Empty: every interval.",
+        ),
+        "timezone": _text("UTC", max_length=64, help="The IANA time zone the cron runs in."),
         "grace_seconds": Integer(
             minimum=MIN_GRACE_SECONDS,
             maximum=MAX_HEARTBEAT_SECONDS,
@@ -362,6 +370,10 @@ def validate_config(endpoint_type: str, config: Any) -> dict[str, Any]:
             _merge(errors, exc.nested(name).errors)
     for name in sorted(set(config) - set(options)):
         _merge(errors, InvalidInput(UNKNOWN_OPTION).nested(str(name)).errors)
+    if endpoint_type == EndpointType.HEARTBEAT and not errors:
+        schedule = {**cleaned, "cron": cleaned["cron"] or None}  # empty: the period
+        for key, messages in schedule_errors(schedule).items():
+            errors[key.removeprefix("config.")] = messages
     if errors:
         raise InvalidInput(errors)
     return cleaned

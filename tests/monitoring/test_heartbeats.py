@@ -69,7 +69,12 @@ def test_a_heartbeat_is_created_with_a_ping_url_and_defaults(api, cast, settings
     body = response.json()
     endpoint = Endpoint.objects.get(pk=body["id"])
     assert body["ping_url"] == f"https://hm.example.com/ping/{endpoint.ping_key}"
-    assert body["config"] == {"grace_seconds": 3600, "min_run_seconds": None}
+    assert body["config"] == {
+        "cron": "",
+        "timezone": "UTC",
+        "grace_seconds": 3600,
+        "min_run_seconds": None,
+    }
     assert body["target"] == ""
     assert body["status"] == "pending"
     assert (body["failure_threshold"], body["recovery_threshold"]) == (1, 1)
@@ -477,3 +482,34 @@ def test_the_endpoint_page_and_overview_show_the_ping_url_and_a_late_badge(clien
     heartbeat.refresh_from_db()
     assert heartbeat.ping_url in page
     assert 'class="badge status-late"' in overview
+
+
+# --- Cron schedules ---------------------------------------------------------------------------
+
+
+def test_a_bad_cron_and_an_unknown_zone_are_named_in_one_400_and_nothing_is_stored(api, cast):
+    response = create(api, cast, config={"cron": "61 * * * *", "timezone": "Mars/Olympus"})
+
+    body = assert_problem(response, 400, "validation_error")
+    assert "minute 61 is out of range" in body["errors"]["config.cron"][0]
+    assert "Unknown time zone" in body["errors"]["config.timezone"][0]
+    assert not Endpoint.objects.exists()
+
+
+def test_a_cron_heartbeat_is_late_at_its_next_cron_time_in_its_zone(api, cast, client):
+    # 12:00 UTC is 07:00 in New York (EST); the job runs at 07:30 local, 12:30 UTC.
+    with time_machine.travel(T0, tick=False):
+        response = create(
+            api,
+            cast,
+            config={"cron": "30 7 * * *", "timezone": "America/New_York", "grace_seconds": 60},
+        )
+    assert response.status_code == 201, response.content
+    heartbeat = Endpoint.objects.get(pk=response.json()["id"])
+    ping(client, heartbeat, at=T0)
+
+    assert heartbeat_deadlines_run(now=T0 + timedelta(minutes=29, seconds=59)) == (0, 0)
+    assert heartbeat_deadlines_run(now=T0 + timedelta(minutes=30)) == (1, 0)
+    assert heartbeat_deadlines_run(now=T0 + timedelta(minutes=31)) == (0, 1)
+    heartbeat.refresh_from_db()
+    assert heartbeat.status == EndpointStatus.DOWN
