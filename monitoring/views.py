@@ -96,6 +96,8 @@ def _posted(request: HttpRequest, fields: list[str]) -> QueryDict:
             data[name] = request.POST[name]
     if not data.get("config", "").strip():
         data.pop("config", None)
+    if data.get("type") == EndpointType.HEARTBEAT and data.get("target") == "":
+        data.pop("target")  # a heartbeat has none: the form's empty box sends nothing
     return data
 
 

@@ -739,3 +739,20 @@ def test_the_form_pages_title_is_text_only(pages, cast, make_endpoint):
         title = re.search(r"<title>(.*?)</title>", html(pages.as_user(cast.owner).get(url)), re.S)
         assert title, url
         assert "<" not in title.group(1), title.group(1)
+
+
+def test_a_heartbeat_is_created_and_edited_from_the_form_without_a_target(pages, cast):
+    form = browser_form(cast.project, name="Nightly backup", type="heartbeat", target="")
+
+    created = pages.as_user(cast.owner).post("/endpoints/new", form)
+
+    assert created.status_code == 302, visible_text(created)
+    heartbeat = Endpoint.objects.get(name="Nightly backup")
+    assert heartbeat.type == EndpointType.HEARTBEAT
+    assert heartbeat.ping_key is not None
+    # The edit form shows the heartbeat's thresholds, 1, and posts them back.
+    again = {**form, "interval_seconds": "3600", "failure_threshold": "1"}
+    edited = pages.post(f"/endpoints/{heartbeat.pk}/edit", again)
+    assert edited.status_code == 302, visible_text(edited)
+    heartbeat.refresh_from_db()
+    assert heartbeat.interval_seconds == 3600
