@@ -1,5 +1,6 @@
 """Organizations, their users and roles, projects, member project access and invitations."""
 
+import secrets
 import uuid
 from datetime import datetime
 from typing import Any
@@ -21,6 +22,14 @@ class Role(models.TextChoices):
 
 MANAGER_ROLES = frozenset({Role.OWNER, Role.ADMIN})
 DEFAULT_PROJECT_NAME = "Default"
+# A project's ping key: 22 URL-safe characters, never a UUID (32 hex digits), so that
+# `/ping/<a>/<b>` is told apart from `/ping/<uuid>/<action>` by its first part alone.
+PING_KEY_BYTES = 16
+
+
+def new_ping_key() -> str:
+    """A fresh random project ping key."""
+    return secrets.token_urlsafe(PING_KEY_BYTES)
 
 
 def normalize_email(email: str) -> str:
@@ -77,6 +86,8 @@ class Project(models.Model):
         Organization, on_delete=models.CASCADE, related_name="projects"
     )
     name = models.CharField(max_length=200)
+    # The first part of its heartbeats' slug ping URLs (`/ping/<ping_key>/<slug>`).
+    ping_key = models.CharField(max_length=64, unique=True, default=new_ping_key, editable=False)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
 
     objects = ProjectQuerySet.as_manager()

@@ -153,6 +153,9 @@ class Endpoint(models.Model):
     # failure ping set (`monitoring.heartbeats`): late after `late_after`, down after
     # `alert_after` (late_after + grace), flipped by the deadline loop.
     ping_key = models.UUIDField(null=True, blank=True, unique=True, editable=False)
+    # Heartbeats only, optional: the name in `/ping/<project ping_key>/<slug>`. Null is "no
+    # slug", which the unique constraint leaves out.
+    slug = models.CharField(max_length=100, null=True, blank=True)  # noqa: DJ001
     late_after = models.DateTimeField(null=True, blank=True, editable=False)
     alert_after = models.DateTimeField(null=True, blank=True, editable=False)
 
@@ -183,6 +186,11 @@ class Endpoint(models.Model):
                 condition=Q(timeout_seconds__gte=1)
                 & Q(timeout_seconds__lt=models.F("interval_seconds")),
                 name="endpoint_timeout_below_interval",
+            ),
+            models.UniqueConstraint(
+                fields=["project", "slug"],
+                name="endpoint_slug_unique_in_project",
+                condition=Q(slug__isnull=False),
             ),
         ]
 

@@ -11,7 +11,7 @@ from typing import Any
 from uuid import UUID, uuid4
 
 from django.core.cache import cache
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
@@ -29,6 +29,7 @@ from monitoring.models import (
 from monitoring.probes.base import ProbeTask
 from monitoring.probes.secrets import masked, secrets_of
 from monitoring.scheduler import send_batch
+from monitoring.slugs import SLUG_TAKEN, slug_taken
 from monitoring.targets import mask_config, mask_target
 from monitoring.validation import DEFAULT_INTERVAL, DEFAULT_TIMEOUT
 
@@ -75,6 +76,7 @@ class EndpointChanges:
     failure_threshold: int | Unset = UNSET
     recovery_threshold: int | Unset = UNSET
     sla_target: float | Unset = UNSET
+    slug: str | Unset | None = UNSET
 
     def given(self) -> frozenset[str]:
         """The names of the fields given."""
@@ -103,6 +105,7 @@ def endpoint_create(
     failure_threshold: int = 2,
     recovery_threshold: int = 1,
     sla_target: float = 99.9,
+    slug: str | None = None,
 ) -> Endpoint:
     """Create an endpoint from validated values; an enabled one is due for its first check
     at once (a heartbeat instead gets its ping key and waits for its first ping)."""
@@ -123,13 +126,14 @@ def endpoint_create(
         failure_threshold=failure_threshold,
         recovery_threshold=recovery_threshold,
         sla_target=sla_target,
+        slug=slug,
         status=EndpointStatus.PENDING if enabled else EndpointStatus.PAUSED,
         next_check_at=now if enabled and not heartbeat else None,
         watch_started_at=now,
         created_at=now,
         updated_at=now,
     )
-    endpoint.save(force_insert=True)
+    _save_slugged(endpoint, force_insert=True)
     audit_record(
         action=AuditAction.ENDPOINT_CREATED,
         organization_id=endpoint.project.organization_id,
@@ -182,8 +186,21 @@ def endpoint_update(*, endpoint: Endpoint, changes: EndpointChanges) -> Endpoint
     if due != endpoint.next_check_at:
         endpoint.next_check_at = due
         columns.add("next_check_at")
-    endpoint.save(update_fields=sorted(columns))
+    _save_slugged(endpoint, update_fields=sorted(columns))
     return endpoint
+
+
+def _save_slugged(endpoint: Endpoint, **how: Any) -> None:
+    """Save; a slug a concurrent request took meanwhile is refused as taken."""
+    try:
+        with transaction.atomic():
+            endpoint.save(**how)
+    except IntegrityError:
+        if endpoint.slug and slug_taken(
+            endpoint.slug, project_id=endpoint.project_id, endpoint_id=endpoint.pk
+        ):
+            raise InvalidInput({"slug": [SLUG_TAKEN]}) from None
+        raise
 
 
 def _assign(endpoint: Endpoint, changes: EndpointChanges) -> None:
@@ -210,6 +227,8 @@ def _assign(endpoint: Endpoint, changes: EndpointChanges) -> None:
         endpoint.recovery_threshold = changes.recovery_threshold
     if changes.sla_target is not UNSET:
         endpoint.sla_target = changes.sla_target
+    if changes.slug is not UNSET:
+        endpoint.slug = changes.slug
 
 
 def _mask(endpoint: Endpoint, changes: EndpointChanges) -> set[str]:

@@ -36,6 +36,7 @@ from monitoring.models import (
     EndpointType,
 )
 from monitoring.schedules import schedule_errors
+from monitoring.slugs import slug_errors
 from monitoring.targets import (
     MASK,
     MAX_TARGET_LENGTH,
@@ -431,7 +432,9 @@ def endpoint_validate(
     `config.<option>`).
     """
     check = _Check(dict(values), current, frozenset(failed))
-    if _check_heartbeat(check):
+    heartbeat = _check_heartbeat(check)
+    _check_slug(check, heartbeat=heartbeat)
+    if heartbeat:
         pass  # a heartbeat has no target to check, and a refused one no config either
     elif "type" in check.failed:
         pass  # neither the target nor the options can be judged without the type
@@ -472,6 +475,21 @@ def _check_heartbeat(check: _Check) -> bool:
     if "type" not in errors:
         _check_config(check, EndpointType.HEARTBEAT)
     return True
+
+
+def _check_slug(check: _Check, *, heartbeat: bool) -> None:
+    """A slug given, or kept while the endpoint moves to another project, must be free there."""
+    if check.failed & {"slug", "type"} or not (check.given("slug") or check.given("project")):
+        return
+    project = None if "project" in check.failed else check.value("project")
+    check.errors.update(
+        slug_errors(
+            check.value("slug"),
+            heartbeat=heartbeat,
+            project_id=getattr(project, "pk", None),
+            endpoint_id=check.current.pk if check.current else None,
+        )
+    )
 
 
 def _check_target_and_config(check: _Check, endpoint_type: str) -> None:

@@ -2,6 +2,10 @@
 
 A ping is one short transaction (`pipeline.heartbeats.ping_record`); the answer is a plain
 `OK`, or 404 `not found` with nothing written for a key no heartbeat has.
+
+Slug URLs, `/ping/<project ping_key>/<slug>[/<action>]`, look the heartbeat's own key up and
+answer as `/ping/<its uuid>[/<action>]` does. `/ping/<a>/<b>` is the UUID form when `a` is a
+UUID, else the slug form: a project's ping key is never a UUID (`accounts.models.new_ping_key`).
 """
 
 from uuid import UUID
@@ -13,6 +17,7 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_http_methods
 
 from monitoring.models import PingKind
+from monitoring.slugs import heartbeat_key_for_slug
 from pipeline.heartbeats import PingIn, ping_record
 
 MAX_BODY_BYTES = 100_000
@@ -91,3 +96,22 @@ def ping(request: HttpRequest, key: str, action: str = "") -> HttpResponse:
         )
     )
     return _text("OK", 200) if stored else _text("not found", 404)
+
+
+@csrf_exempt
+@require_http_methods(["GET", "HEAD", "POST"])
+def ping_two_parts(request: HttpRequest, key: str, part: str) -> HttpResponse:
+    """`/ping/<uuid>/<action>` when `key` is a UUID, else `/ping/<project ping_key>/<slug>`."""
+    if _uuid(key) is not None:
+        return ping(request, key, part)
+    return ping_slug(request, key, part)
+
+
+@csrf_exempt
+@require_http_methods(["GET", "HEAD", "POST"])
+def ping_slug(request: HttpRequest, project_key: str, slug: str, action: str = "") -> HttpResponse:
+    """Record a ping of the heartbeat named `slug` in the project whose ping key is given."""
+    ping_key = heartbeat_key_for_slug(project_key=project_key, slug=slug)
+    if ping_key is None:
+        return _text("not found", 404)
+    return ping(request, str(ping_key), action)

@@ -100,8 +100,14 @@ class ProjectSerializer(serializers.ModelSerializer[Project]):
 
     class Meta:
         model = Project
-        fields = ["id", "name", "created_at"]
-        read_only_fields = ["id", "created_at"]
+        fields = ["id", "name", "ping_key", "created_at"]
+        read_only_fields = ["id", "ping_key", "created_at"]
+        extra_kwargs = {
+            "ping_key": {
+                "help_text": "The first part of the project's heartbeat slug URLs, "
+                "`/ping/<ping_key>/<slug>`; rotate it with `rotate-ping-key`."
+            }
+        }
 
 
 class UserSerializer(serializers.ModelSerializer[User]):

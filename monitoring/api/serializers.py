@@ -118,6 +118,13 @@ class EndpointSerializer(AllErrorsMixin, serializers.ModelSerializer[Endpoint]):
     detected_type = serializers.CharField(
         read_only=True, help_text="For `custom`: the protocol found at the target, once checked."
     )
+    slug = serializers.CharField(
+        required=False,
+        allow_null=True,
+        trim_whitespace=False,
+        help_text="Heartbeats, optional: `[a-z0-9_-]`, at most 100, unique in the project; the "
+        "job may then call `/ping/<project ping_key>/<slug>` (same suffixes). Null removes it.",
+    )
     ping_url = serializers.SerializerMethodField(
         help_text="Heartbeats: the URL the job calls (`/start`, `/fail`, `/<exit status>`, "
         "`/log` appended as needed); null for other types."
@@ -125,6 +132,9 @@ class EndpointSerializer(AllErrorsMixin, serializers.ModelSerializer[Endpoint]):
 
     class Meta:
         model = Endpoint
+        # The slug's uniqueness in its project is the domain's rule (`monitoring.slugs`), named
+        # as a field error; DRF's generated unique-together validator would make it required.
+        validators: list[Any] = []
         fields = [
             "id",
             "project",
@@ -140,6 +150,7 @@ class EndpointSerializer(AllErrorsMixin, serializers.ModelSerializer[Endpoint]):
             "sla_target",
             "status",
             "detected_type",
+            "slug",
             "ping_url",
             "last_checked_at",
             "next_check_at",
@@ -176,6 +187,7 @@ class EndpointSerializer(AllErrorsMixin, serializers.ModelSerializer[Endpoint]):
             "sla_target": instance.sla_target,
             "status": instance.status,
             "detected_type": instance.detected_type,
+            "slug": instance.slug,
             "ping_url": self.get_ping_url(instance),
             "last_checked_at": _timestamp(instance.last_checked_at),
             "next_check_at": _timestamp(instance.next_check_at),

@@ -23,7 +23,7 @@ def test_project_shape(api, cast):
 
     data = api.get(f"/api/v1/projects/{cast.project.id}").json()
 
-    assert set(data) == {"id", "name", "created_at"}
+    assert set(data) == {"id", "name", "ping_key", "created_at"}
     assert data["created_at"].endswith("Z")
 
 

@@ -25,6 +25,7 @@ FIELDS = {
     "sla_target",
     "status",
     "detected_type",
+    "slug",
     "ping_url",
     "last_checked_at",
     "next_check_at",

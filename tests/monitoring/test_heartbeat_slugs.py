@@ -1,0 +1,206 @@
+"""Heartbeat slug URLs (`/ping/<project ping_key>/<slug>`), rotating a project's ping key, and
+reading a ping's body."""
+
+from uuid import uuid4
+
+import pytest
+
+from accounts.models import Project
+from monitoring.models import CheckResult, Endpoint, EndpointStatus, Ping
+from tests.helpers import assert_problem
+
+
+def create(api, cast, **fields):
+    body = {"project": str(cast.project.id), "name": "Nightly backup", "type": "heartbeat"}
+    body.update(fields)
+    return api.as_user(cast.owner).post("/api/v1/endpoints", body, format="json")
+
+
+@pytest.fixture
+def heartbeat(api, cast):
+    """A heartbeat with the slug `nightly-backup`, made through the API."""
+    response = create(api, cast, slug="nightly-backup")
+    assert response.status_code == 201, response.content
+    return Endpoint.objects.get(pk=response.json()["id"])
+
+
+def slug_url(cast, slug="nightly-backup", suffix=""):
+    cast.project.refresh_from_db()
+    return f"/ping/{cast.project.ping_key}/{slug}{suffix}"
+
+
+# --- Keys and slugs in the API ----------------------------------------------------------------
+
+
+def test_each_project_has_a_distinct_ping_key_shown_on_its_resource(api, cast):
+    body = api.as_user(cast.owner).get(f"/api/v1/projects/{cast.project.id}").json()
+    assert body["ping_key"] == cast.project.ping_key
+    assert len(body["ping_key"]) >= 22
+    assert cast.project.ping_key != cast.other_project.ping_key
+
+
+def test_a_heartbeat_takes_a_slug_and_shows_it(api, cast, heartbeat):
+    body = api.as_user(cast.member).get(f"/api/v1/endpoints/{heartbeat.id}").json()
+    assert body["slug"] == "nightly-backup"
+    assert heartbeat.slug == "nightly-backup"
+
+
+def test_a_slug_is_optional(api, cast):
+    response = create(api, cast)
+    assert response.status_code == 201, response.content
+    assert response.json()["slug"] is None
+
+
+@pytest.mark.parametrize(
+    "slug", ["", "Nightly", "with space", "dot.ted", "slash/ed", "é", "a" * 101]
+)
+def test_a_bad_slug_is_a_400_naming_slug_and_nothing_is_stored(api, cast, slug):
+    body = assert_problem(create(api, cast, slug=slug), 400, "validation_error")
+    assert set(body["errors"]) == {"slug"}
+    assert not Endpoint.objects.exists()
+
+
+def test_a_slug_of_100_allowed_characters_is_accepted(api, cast):
+    response = create(api, cast, slug="a-b_0" + "z" * 95)
+    assert response.status_code == 201, response.content
+
+
+def test_a_slug_taken_in_the_project_is_a_400_naming_slug(api, cast, heartbeat):
+    body = assert_problem(create(api, cast, slug="nightly-backup"), 400, "validation_error")
+    assert set(body["errors"]) == {"slug"}
+    assert Endpoint.objects.count() == 1
+
+
+def test_the_same_slug_may_be_used_in_another_project(api, cast, heartbeat):
+    other = api.as_user(cast.outsider).post(
+        "/api/v1/endpoints",
+        {
+            "project": str(cast.other_project.id),
+            "name": "Backup",
+            "type": "heartbeat",
+            "slug": "nightly-backup",
+        },
+        format="json",
+    )
+    assert other.status_code == 201, other.content
+
+
+def test_a_slug_can_be_changed_kept_and_removed(api, cast, heartbeat):
+    url = f"/api/v1/endpoints/{heartbeat.id}"
+    owner = api.as_user(cast.owner)
+    assert owner.patch(url, {"slug": "backup"}, format="json").json()["slug"] == "backup"
+    assert owner.patch(url, {"name": "Renamed"}, format="json").json()["slug"] == "backup"
+    assert owner.patch(url, {"slug": "backup"}, format="json").status_code == 200
+    assert owner.patch(url, {"slug": None}, format="json").json()["slug"] is None
+
+
+def test_a_change_to_a_taken_slug_is_a_400(api, cast, heartbeat):
+    second = create(api, cast, name="Second", slug="second").json()
+    response = api.as_user(cast.owner).patch(
+        f"/api/v1/endpoints/{second['id']}", {"slug": "nightly-backup"}, format="json"
+    )
+    assert set(assert_problem(response, 400, "validation_error")["errors"]) == {"slug"}
+    assert Endpoint.objects.get(pk=second["id"]).slug == "second"
+
+
+def test_a_probed_endpoint_refuses_a_slug(api, cast):
+    response = api.as_user(cast.owner).post(
+        "/api/v1/endpoints",
+        {
+            "project": str(cast.project.id),
+            "name": "Site",
+            "type": "http",
+            "target": "https://example.com",
+            "slug": "site",
+        },
+        format="json",
+    )
+    assert set(assert_problem(response, 400, "validation_error")["errors"]) == {"slug"}
+
+
+# --- Slug ping routes -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("method", ["get", "head", "post"])
+def test_a_slug_ping_is_ok_and_stored_as_a_success(client, cast, heartbeat, method):
+    response = getattr(client, method)(slug_url(cast))
+    assert response.status_code == 200
+    assert response["Content-Type"].startswith("text/plain")
+    ping = Ping.objects.get()
+    assert (ping.endpoint_id, ping.kind, ping.method) == (heartbeat.id, "success", method.upper())
+    assert CheckResult.objects.filter(endpoint=heartbeat, ok=True).count() == 1
+    heartbeat.refresh_from_db()
+    assert heartbeat.status == EndpointStatus.UP
+
+
+@pytest.mark.parametrize(
+    ("suffix", "kind", "exit_status"),
+    [
+        ("/start", "start", None),
+        ("/fail", "fail", None),
+        ("/log", "log", None),
+        ("/0", "success", 0),
+        ("/3", "fail", 3),
+        ("/255", "fail", 255),
+    ],
+)
+def test_a_slug_ping_takes_the_same_suffixes(client, cast, heartbeat, suffix, kind, exit_status):
+    assert client.post(slug_url(cast, suffix=suffix), data="hello", content_type="text/plain")
+    ping = Ping.objects.get()
+    assert (ping.kind, ping.exit_status, ping.body) == (kind, exit_status, "hello")
+
+
+def test_a_slug_ping_pairs_a_run_by_rid(client, cast, heartbeat):
+    rid = uuid4()
+    assert client.get(slug_url(cast, suffix=f"/start?rid={rid}")).status_code == 200
+    assert client.get(slug_url(cast, suffix=f"?rid={rid}")).status_code == 200
+    end = Ping.objects.get(kind="success")
+    assert end.rid == rid
+    assert end.duration_ms is not None
+
+
+@pytest.mark.parametrize("suffix", ["", "/start", "/fail"])
+def test_an_unknown_slug_or_key_is_404_and_nothing_is_written(client, cast, heartbeat, suffix):
+    cast.project.refresh_from_db()
+    for url in (
+        f"/ping/{cast.project.ping_key}/unknown{suffix}",
+        f"/ping/{cast.other_project.ping_key}/nightly-backup{suffix}",
+        f"/ping/not-a-key/nightly-backup{suffix}",
+    ):
+        response = client.get(url)
+        assert response.status_code == 404, url
+        assert response.content == b"not found"
+    assert not Ping.objects.exists()
+    assert not CheckResult.objects.exists()
+
+
+def test_an_unknown_suffix_after_a_slug_is_404(client, cast, heartbeat):
+    assert client.get(slug_url(cast, suffix="/256")).status_code == 404
+    assert client.get(slug_url(cast, suffix="/begin")).status_code == 404
+    assert not Ping.objects.exists()
+
+
+def test_a_uuid_with_an_action_is_still_the_uuid_route(client, cast, heartbeat):
+    assert client.get(f"/ping/{heartbeat.ping_key}/fail").status_code == 200
+    assert client.get(f"/ping/{uuid4()}/fail").status_code == 404
+    assert Ping.objects.get().kind == "fail"
+
+
+def test_a_slug_that_reads_as_an_action_is_a_slug(api, client, cast):
+    made = create(api, cast, slug="start")
+    assert made.status_code == 201, made.content
+    assert client.get(slug_url(cast, slug="start")).status_code == 200
+    assert Ping.objects.get().kind == "success"
+
+
+def test_a_heartbeat_whose_slug_is_removed_is_404_by_slug(api, client, cast, heartbeat):
+    url = slug_url(cast)
+    api.as_user(cast.owner).patch(f"/api/v1/endpoints/{heartbeat.id}", {"slug": None}, "json")
+    assert client.get(url).status_code == 404
+    assert client.get(f"/ping/{heartbeat.ping_key}").status_code == 200
+
+
+def test_migrated_projects_get_distinct_keys(cast):
+    keys = list(Project.objects.values_list("ping_key", flat=True))
+    assert all(keys)
+    assert len(set(keys)) == len(keys)
