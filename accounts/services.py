@@ -28,6 +28,7 @@ from accounts.models import (
     Project,
     Role,
     User,
+    new_ping_key,
     normalize_email,
 )
 from accounts.tokens import (
@@ -456,6 +457,14 @@ def project_rename(*, project: Project, name: str) -> Project:
             project.save(update_fields=["name"])
     except IntegrityError as exc:
         raise Conflict(PROJECT_NAME_TAKEN) from exc
+    return project
+
+
+@transaction.atomic
+def project_rotate_ping_key(*, project: Project) -> Project:
+    """Give the project a new ping key: slug ping URLs with the old one stop working at once."""
+    project.ping_key = new_ping_key()
+    project.save(update_fields=["ping_key"])
     return project
 
 

@@ -346,6 +346,17 @@ class ProjectViewSet(viewsets.ModelViewSet):
         """Delete an empty project; one that still has endpoints is a conflict."""
         services.project_delete(project=instance)
 
+    @extend_schema(
+        summary="Give the project a new ping key; the old one stops working (owner, admin)",
+        request=None,
+        responses={200: s.ProjectSerializer},
+    )
+    @action(detail=True, methods=["post"], url_path="rotate-ping-key")
+    def rotate_ping_key(self, request: Request, pk: str) -> Response:
+        """Replace the key of the project's heartbeat slug URLs."""
+        project = services.project_rotate_ping_key(project=self.get_object())
+        return Response(self.get_serializer(project).data)
+
 
 @extend_schema(tags=["audit"])
 @extend_schema_view(

@@ -204,3 +204,46 @@ def test_migrated_projects_get_distinct_keys(cast):
     keys = list(Project.objects.values_list("ping_key", flat=True))
     assert all(keys)
     assert len(set(keys)) == len(keys)
+
+
+# --- Rotating a project's ping key ------------------------------------------------------------
+
+
+def rotate(api, user, project):
+    return api.as_user(user).post(f"/api/v1/projects/{project.id}/rotate-ping-key")
+
+
+@pytest.mark.parametrize("role", ["owner", "admin"])
+def test_owners_and_admins_rotate_the_key_and_the_old_one_stops_at_once(
+    api, client, cast, heartbeat, role
+):
+    old_url = slug_url(cast)
+    old_key = cast.project.ping_key
+    response = rotate(api, getattr(cast, role), cast.project)
+    assert response.status_code == 200, response.content
+    new_key = response.json()["ping_key"]
+    assert new_key != old_key
+    assert response.json()["id"] == str(cast.project.id)
+    assert client.get(old_url).status_code == 404
+    assert not Ping.objects.exists()
+    assert client.get(f"/ping/{new_key}/nightly-backup").status_code == 200
+    assert client.get(f"/ping/{heartbeat.ping_key}").status_code == 200  # the UUID URL stays
+    assert Ping.objects.count() == 2
+
+
+def test_a_member_may_not_rotate_the_key(api, cast, heartbeat):
+    before = cast.project.ping_key
+    assert_problem(rotate(api, cast.member, cast.project), 403, "permission_denied")
+    cast.project.refresh_from_db()
+    assert cast.project.ping_key == before
+
+
+def test_a_foreign_project_is_404(api, cast):
+    before = cast.other_project.ping_key
+    assert_problem(rotate(api, cast.owner, cast.other_project), 404, "not_found")
+    cast.other_project.refresh_from_db()
+    assert cast.other_project.ping_key == before
+
+
+def test_rotating_needs_a_login(api, cast):
+    assert_problem(rotate(api, None, cast.project), 401, "not_authenticated")
