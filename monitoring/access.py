@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 from accounts.access import get_all_or_invalid, get_or_404
 from accounts.models import User
-from monitoring.models import Endpoint, Incident
+from monitoring.models import Endpoint, Incident, Ping
 
 
 def access_endpoint(caller: User, endpoint_id: object, *, for_update: bool = False) -> Endpoint:
@@ -18,6 +18,11 @@ def access_endpoint(caller: User, endpoint_id: object, *, for_update: bool = Fal
 def access_incident(caller: User, incident_id: object) -> Incident:
     """An incident of an endpoint in a project the caller can see."""
     return get_or_404(Incident.objects.visible_to(caller), incident_id)
+
+
+def access_ping(endpoint: Endpoint, ping_id: object) -> Ping:
+    """A ping of that endpoint (one the caller may already see); another endpoint's is a 404."""
+    return get_or_404(Ping.objects.filter(endpoint=endpoint), ping_id)
 
 
 def access_endpoints(caller: User, endpoint_ids: Iterable[uuid.UUID]) -> list[Endpoint]:

@@ -5,6 +5,7 @@ from typing import Any
 
 from django.db import transaction
 from django.db.models import QuerySet
+from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiParameter,
@@ -22,7 +23,7 @@ from rest_framework.serializers import BaseSerializer
 from accounts.permissions import caller
 from apikeys.models import Scope
 from monitoring import services
-from monitoring.access import access_endpoint, access_incident
+from monitoring.access import access_endpoint, access_incident, access_ping
 from monitoring.api.filters import CheckFilter, EndpointFilter, IncidentFilter
 from monitoring.api.schema import ENDPOINT, ENDPOINT_EXAMPLES, ENDPOINTS
 from monitoring.api.serializers import (
@@ -156,6 +157,22 @@ class EndpointViewSet(viewsets.ModelViewSet):
         pings = Ping.objects.filter(endpoint=endpoint).order_by("-received_at", "-id")
         page = self.paginate_queryset(pings.defer("body"))
         return self.get_paginated_response(PingSerializer(page, many=True).data)
+
+    @extend_schema(
+        summary="A ping's body as text/plain (empty when none was sent)",
+        responses={(200, "text/plain"): OpenApiTypes.STR},
+        filters=False,
+    )
+    @action(
+        detail=True,
+        methods=["get"],
+        url_path=r"pings/(?P<ping_id>[^/.]+)/body",
+        filterset_class=None,
+    )
+    def ping_body(self, request: Request, pk: str, ping_id: str) -> HttpResponse:
+        """The stored body of one of the endpoint's pings (the first 100 kB when cut)."""
+        ping = access_ping(self.get_object(), ping_id)
+        return HttpResponse(ping.body, content_type="text/plain; charset=utf-8")
 
     @extend_schema(
         summary="Check the endpoint now (at most once per 5 seconds per endpoint)",

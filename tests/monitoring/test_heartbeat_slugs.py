@@ -247,3 +247,82 @@ def test_a_foreign_project_is_404(api, cast):
 
 def test_rotating_needs_a_login(api, cast):
     assert_problem(rotate(api, None, cast.project), 401, "not_authenticated")
+
+
+# --- A ping's body --------------------------------------------------------------------------
+
+
+def body_url(endpoint, ping):
+    return f"/api/v1/endpoints/{endpoint.id}/pings/{ping.id}/body"
+
+
+@pytest.mark.parametrize("role", ["owner", "admin", "member"])
+def test_a_pings_body_is_answered_as_plain_text(api, client, cast, heartbeat, role):
+    text = "backup done\n<b>42 files</b> — ok"
+    client.post(slug_url(cast, suffix="/log"), data=text.encode(), content_type="text/plain")
+    response = api.as_user(getattr(cast, role)).get(body_url(heartbeat, Ping.objects.get()))
+    assert response.status_code == 200
+    assert response["Content-Type"] == "text/plain; charset=utf-8"
+    assert response.content.decode() == text
+
+
+def test_a_cut_body_answers_its_first_100_kb(api, client, cast, heartbeat):
+    client.post(slug_url(cast), data=b"x" * 200_000, content_type="text/plain")
+    response = api.as_user(cast.owner).get(body_url(heartbeat, Ping.objects.get()))
+    assert response.content == b"x" * 100_000
+
+
+def test_a_ping_without_a_body_answers_empty(api, client, cast, heartbeat):
+    client.get(slug_url(cast))
+    response = api.as_user(cast.owner).get(body_url(heartbeat, Ping.objects.get()))
+    assert response.status_code == 200
+    assert response.content == b""
+
+
+def test_a_ping_of_another_endpoint_is_404(api, client, cast, heartbeat):
+    other = Endpoint.objects.get(pk=create(api, cast, name="Other", slug="other").json()["id"])
+    client.get(slug_url(cast, slug="other"))
+    response = api.as_user(cast.owner).get(body_url(heartbeat, Ping.objects.get()))
+    assert_problem(response, 404, "not_found")
+    assert api.as_user(cast.owner).get(body_url(other, Ping.objects.get())).status_code == 200
+
+
+def test_an_unknown_or_malformed_ping_id_is_404(api, cast, heartbeat):
+    owner = api.as_user(cast.owner)
+    base = f"/api/v1/endpoints/{heartbeat.id}/pings"
+    assert_problem(owner.get(f"{base}/{uuid4()}/body"), 404, "not_found")
+    assert_problem(owner.get(f"{base}/not-a-uuid/body"), 404, "not_found")
+
+
+def test_a_foreign_endpoints_ping_body_is_404(api, client, cast, heartbeat):
+    client.post(slug_url(cast), data="secret", content_type="text/plain")
+    response = api.as_user(cast.outsider).get(body_url(heartbeat, Ping.objects.get()))
+    assert_problem(response, 404, "not_found")
+    assert b"secret" not in response.content
+
+
+def test_a_member_without_the_project_is_404(api, client, cast, heartbeat, make_user):
+    stranger = make_user(cast.org, "stranger@acme.test")
+    client.get(slug_url(cast))
+    response = api.as_user(stranger).get(body_url(heartbeat, Ping.objects.get()))
+    assert_problem(response, 404, "not_found")
+
+
+def test_reading_a_body_needs_a_login(api, client, cast, heartbeat):
+    client.get(slug_url(cast))
+    response = api.as_user(None).get(body_url(heartbeat, Ping.objects.get()))
+    assert_problem(response, 401, "not_authenticated")
+
+
+def test_a_key_needs_endpoint_read_for_a_body(api, client, cast, heartbeat, make_key):
+    client.post(slug_url(cast), data="done", content_type="text/plain")
+    url = body_url(heartbeat, Ping.objects.get())
+    assert api.with_key(make_key(cast.member, "endpoint:read")).get(url).content == b"done"
+    refused = api.with_key(make_key(cast.member, "incident:read")).get(url)
+    assert_problem(refused, 403, "insufficient_scope")
+
+
+def test_a_key_without_admin_may_not_rotate_the_key(api, cast, heartbeat, make_key):
+    key = make_key(cast.owner, "endpoint:read", "endpoint:create")
+    response = api.with_key(key).post(f"/api/v1/projects/{cast.project.id}/rotate-ping-key")
+    assert_problem(response, 403, "insufficient_scope")
