@@ -1,6 +1,7 @@
 """Every API route from the URL configuration, for tests that must cover them all."""
 
 import re
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -21,18 +22,21 @@ class Route:
     def has_pk(self) -> bool:
         return "{pk}" in self.template
 
-    def path(self, pk: object = None) -> str:
-        return self.template.format(pk=pk)
+    def path(self, pk: object = None, ping_id: object = None) -> str:
+        """The path for `pk`; a route under a ping gets `ping_id`, else an unknown ping's."""
+        return self.template.format(pk=pk, ping_id=ping_id or uuid.uuid4())
 
 
 def _patterns(resolver: Any = None, prefix: str = "") -> Iterator[tuple[str, str, Any]]:
-    """(template, regex, view) of every URL pattern, the `pk` group shown as `{pk}`."""
+    """(template, regex, view) of every URL pattern, the `pk` (and a ping's `ping_id`) group
+    shown as `{pk}` (`{ping_id}`)."""
     for pattern in (resolver or get_resolver()).url_patterns:
         regex = prefix + pattern.pattern.regex.pattern.lstrip("^").rstrip("$").replace("\\Z", "")
         if isinstance(pattern, URLResolver):
             yield from _patterns(pattern, regex)
         elif isinstance(pattern, URLPattern):
-            yield "/" + re.sub(r"\(\?P<pk>[^)]*\)", "{pk}", regex), regex, pattern.callback
+            template = re.sub(r"\(\?P<(pk|ping_id)>[^)]*\)", r"{\1}", regex)
+            yield "/" + template, regex, pattern.callback
 
 
 def api_patterns_with_parameters() -> list[tuple[str, tuple[str, ...], Any]]:

@@ -3,7 +3,7 @@
 | Scope           | Allows                                                      |
 |-----------------|-------------------------------------------------------------|
 | endpoint:read   | GET /endpoints, /endpoints/{id}, /endpoints/{id}/checks,    |
-|                 | /projects                                                   |
+|                 | /endpoints/{id}/pings[/{ping_id}/body], /projects           |
 | endpoint:create | POST /endpoints, PATCH/DELETE/pause/resume/check-now        |
 | incident:read   | GET /incidents, /incidents/{id}                             |
 | analytics:read  | GET /analytics/summary, response-time, uptime, availability,|
@@ -148,6 +148,8 @@ def test_the_matrix_reads_as_the_contract_says():
     assert table[("/api/v1/endpoints/{pk}", "PATCH")] == {"admin", "endpoint:create"}
     assert table[("/api/v1/endpoints/{pk}", "DELETE")] == {"admin", "endpoint:create"}
     assert table[("/api/v1/endpoints/{pk}/checks", "GET")] == {"admin", "endpoint:read"}
+    body = ("/api/v1/endpoints/{pk}/pings/{ping_id}/body", "GET")
+    assert table[body] == {"admin", "endpoint:read"}
     assert table[("/api/v1/endpoints/{pk}/check-now", "POST")] == {"admin", "endpoint:create"}
     assert table[("/api/v1/incidents", "GET")] == {"admin", "incident:read"}
     assert table[("/api/v1/incidents/{pk}", "GET")] == {"admin", "incident:read"}

@@ -161,6 +161,7 @@ class EndpointViewSet(viewsets.ModelViewSet):
     @extend_schema(
         summary="A ping's body as text/plain (empty when none was sent)",
         responses={(200, "text/plain"): OpenApiTypes.STR},
+        parameters=[OpenApiParameter("ping_id", OpenApiTypes.UUID, OpenApiParameter.PATH)],
         filters=False,
     )
     @action(

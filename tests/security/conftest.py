@@ -25,7 +25,7 @@ from accounts.services import invitation_create
 from alerts.models import MaintenanceWindow, NotificationChannel
 from alerts.services import channel_create, maintenance_window_save
 from apikeys.models import ApiKey
-from monitoring.models import Endpoint, Incident
+from monitoring.models import Endpoint, Incident, Ping
 from tests.conftest import Api, Cast
 
 OUR_APPS = ("accounts", "apikeys", "monitoring", "alerts", "analytics")
@@ -80,6 +80,7 @@ class World:
     outsider_key: str  # B's owner, scope admin
     own_channel: NotificationChannel  # B's
     own_window: MaintenanceWindow  # B's
+    ping: Ping  # A's, of A's endpoint: the `{ping_id}` of routes under a ping
 
     def foreign(self, model: type[models.Model]) -> models.Model:
         """One of A's rows of this model, for an id smuggled into a body or query."""
@@ -123,6 +124,9 @@ def world(cast, make_user, make_key, make_endpoint, record) -> World:
         outsider_key=make_key(cast.outsider, "admin"),
         own_channel=_channel(cast.other_org, cast.other_project, "B's channel"),
         own_window=_window(cast.other_org, cast.other_project, "B's window"),
+        ping=Ping.objects.create(
+            endpoint=endpoint, kind="log", received_at=now, method="POST", body="A's"
+        ),
     )
 
 
