@@ -1,9 +1,10 @@
 """Heartbeat endpoints: the job pings us, nothing is probed.
 
 The rules of what a heartbeat accepts (no target; period and grace bounds), the deadlines a
-ping sets (a start sets them too, so a run that never finishes goes down), and the deadline loop's two flips, each a conditional UPDATE that cannot fire
-twice. What a ping or a missed deadline then causes (a check, incidents, notifications) is
-the check pipeline's (`pipeline.heartbeats`), which sits above this app.
+ping sets (a start sets them too, so a run that never finishes goes down), and the deadline
+loop's two flips, each a conditional UPDATE that cannot fire twice. What a ping or a missed
+deadline then causes (a check, incidents, notifications) is the check pipeline's
+(`pipeline.heartbeats`), which sits above this app.
 """
 
 from collections.abc import Mapping

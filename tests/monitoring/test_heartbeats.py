@@ -388,9 +388,7 @@ def test_a_start_then_its_end_is_no_open_run(client, heartbeat):
     assert Incident.objects.get().cause == "no ping since 2030-01-01 12:00:10 UTC"
 
 
-def test_a_run_that_finishes_inside_the_grace_resolves_nothing_and_opens_nothing(
-    client, heartbeat
-):
+def test_a_run_that_finishes_inside_the_grace_resolves_nothing_and_opens_nothing(client, heartbeat):
     ping(client, heartbeat, at=T0)
     ping(client, heartbeat, "/start", at=T0 + timedelta(seconds=30))
     heartbeat_deadlines_run(now=T0 + timedelta(seconds=90))
