@@ -83,6 +83,7 @@ format: $(VENV)/.installed-dev
 bench: $(VENV)/.installed
 	bench/tools.sh
 	$(BIN)/python bench/api_auth.py $(BENCH_ARGS)
+	$(BIN)/python bench/pings.py $(BENCH_ARGS)
 	$(BIN)/python bench/probes.py $(BENCH_ARGS)
 	$(BIN)/python bench/hanging.py $(BENCH_ARGS)
 	$(BIN)/python bench/scheduler.py $(BENCH_ARGS)

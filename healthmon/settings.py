@@ -342,6 +342,9 @@ ROLLUP_1H_RETENTION_DAYS = _int_between("ROLLUP_1H_RETENTION_DAYS", 90, 1, 3660)
 # computed at most once per this many seconds, as often as the page refreshes itself;
 # statuses and last checks are always read live. 0: computed on every request.
 DASHBOARD_CACHE_SECONDS = _int_between("DASHBOARD_CACHE_SECONDS", 30, 0, 3600)
+# Pings one heartbeat may send per second (its ping key, counted in the cache before any
+# query); more are answered 429. 0: no limit.
+PING_RATE_PER_SECOND = _int_between("PING_RATE_PER_SECOND", 5, 0, 10_000)
 NUM_PROXIES = env.int("NUM_PROXIES", default=0)
 if NUM_PROXIES < 0:
     raise ImproperlyConfigured("NUM_PROXIES must be 0 or more.")

@@ -1,9 +1,10 @@
 """Heartbeat endpoints: the job pings us, nothing is probed.
 
 The rules of what a heartbeat accepts (no target; period and grace bounds), the deadlines a
-ping sets, and the deadline loop's two flips, each a conditional UPDATE that cannot fire
-twice. What a ping or a missed deadline then causes (a check, incidents, notifications) is
-the check pipeline's (`pipeline.heartbeats`), which sits above this app.
+ping sets (a start sets them too, so a run that never finishes goes down), and the deadline
+loop's two flips, each a conditional UPDATE that cannot fire twice. What a ping or a missed
+deadline then causes (a check, incidents, notifications) is the check pipeline's
+(`pipeline.heartbeats`), which sits above this app.
 """
 
 from collections.abc import Mapping
@@ -13,6 +14,7 @@ from typing import Any
 from uuid import UUID
 
 from django.db import connection
+from django.db.models import Max, Q
 
 from healthmon.errors import FieldErrors
 from monitoring.models import (
@@ -20,9 +22,11 @@ from monitoring.models import (
     Endpoint,
     EndpointStatus,
     EndpointType,
+    Ping,
+    PingKind,
     StatusChange,
 )
-from monitoring.probes.phrases import NO_PING, NO_PING_YET
+from monitoring.probes.phrases import NEVER_FINISHED, NO_PING, NO_PING_YET
 from monitoring.schedules import next_due, schedule_of
 
 MIN_PERIOD_SECONDS = 60
@@ -101,21 +105,22 @@ def heartbeats_flip_late(*, now: datetime) -> list[UUID]:
         [EndpointStatus.LATE, EndpointType.HEARTBEAT, True, EndpointStatus.UP, _adapt(now)],
     )
     rows = Endpoint.objects.filter(pk__in=ids).values_list("id", "late_after", "last_checked_at")
+    started = _open_starts(ids)
     StatusChange.objects.bulk_create(
         StatusChange(
             endpoint_id=pk,
             changed_at=late_after or now,
             from_status=EndpointStatus.UP,
             to_status=EndpointStatus.LATE,
-            reason=no_ping_since(last),
+            reason=overdue_cause(last, started.get(pk)),
         )
         for pk, late_after, last in rows
     )
     return ids
 
 
-def heartbeats_claim_overdue(*, now: datetime) -> list[tuple[UUID, datetime, datetime | None]]:
-    """Claim late heartbeats past their grace, once each: (id, deadline, last ping).
+def heartbeats_claim_overdue(*, now: datetime) -> list[tuple[UUID, datetime, str]]:
+    """Claim late heartbeats past their grace, once each: (id, deadline, cause).
 
     The claim clears `alert_after` in one conditional UPDATE, so a second loop, or the same
     one run again, claims nothing; the caller records the missed deadline as a failed check
@@ -138,11 +143,44 @@ def heartbeats_claim_overdue(*, now: datetime) -> list[tuple[UUID, datetime, dat
         [EndpointType.HEARTBEAT, True, EndpointStatus.LATE, _adapt(now)],
     )
     last = dict(Endpoint.objects.filter(pk__in=ids).values_list("id", "last_checked_at"))
-    return [(pk, deadlines.get(pk) or now, last[pk]) for pk in sorted(ids)]
+    started = _open_starts(ids)
+    return [
+        (pk, deadlines.get(pk) or now, overdue_cause(last[pk], started.get(pk)))
+        for pk in sorted(ids)
+    ]
+
+
+def _open_starts(ids: list[UUID]) -> dict[UUID, datetime]:
+    """When the run still open began, for those of `ids` whose latest start came after
+    their latest success or failure ping."""
+    rows = (
+        Ping.objects.filter(endpoint_id__in=ids)
+        .values("endpoint_id")
+        .annotate(
+            start=Max("received_at", filter=Q(kind=PingKind.START)),
+            end=Max("received_at", filter=Q(kind__in=[PingKind.SUCCESS, PingKind.FAIL])),
+        )
+    )
+    return {
+        row["endpoint_id"]: row["start"]
+        for row in rows
+        if row["start"] is not None and (row["end"] is None or row["start"] > row["end"])
+    }
+
+
+def overdue_cause(last: datetime | None, open_start: datetime | None) -> str:
+    """The cause of a missed deadline: a run started and never finished, or no ping."""
+    if open_start is not None:
+        return NEVER_FINISHED.format(time=_utc(open_start))
+    return no_ping_since(last)
 
 
 def no_ping_since(last: datetime | None) -> str:
     """The cause of a missed deadline."""
     if last is None:
         return NO_PING_YET
-    return NO_PING.format(time=f"{last:%Y-%m-%d %H:%M:%S} UTC")
+    return NO_PING.format(time=_utc(last))
+
+
+def _utc(moment: datetime) -> str:
+    return f"{moment:%Y-%m-%d %H:%M:%S} UTC"

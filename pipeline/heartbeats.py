@@ -14,7 +14,6 @@ from monitoring.heartbeats import (
     deadlines_after,
     heartbeats_claim_overdue,
     heartbeats_flip_late,
-    no_ping_since,
 )
 from monitoring.models import Endpoint, EndpointType, Ping, PingKind
 from monitoring.probes import ProbeResult
@@ -42,8 +41,8 @@ class PingIn:
 @transaction.atomic
 def ping_record(*, ping: PingIn) -> bool:
     """Store a ping; a success or failure ping of an enabled heartbeat is also a check that
-    moves its status and sets its next deadlines. False (nothing written) when no heartbeat
-    has that key."""
+    moves its status; it and a start set the next deadlines. False (nothing written) when no
+    heartbeat has that key."""
     endpoint = (
         Endpoint.objects.select_for_update()
         .only("id", "enabled", "interval_seconds", "config")
@@ -70,6 +69,9 @@ def ping_record(*, ping: PingIn) -> bool:
     )
     if ends_run and endpoint.enabled:
         checks_record(outcomes=[_outcome(endpoint, ping, duration)])
+    if ping.kind != PingKind.LOG and endpoint.enabled:
+        # A start sets the deadlines from its own time too: a run that never ends is late
+        # a period after it began and down a grace later ("started at ..., never finished").
         due = deadlines_after(
             interval_seconds=endpoint.interval_seconds,
             config=endpoint.config,
@@ -127,10 +129,8 @@ def heartbeat_deadlines_run(*, now: datetime) -> tuple[int, int]:
         overdue = heartbeats_claim_overdue(now=now)
         checks_record(
             outcomes=[
-                CheckOutcome(
-                    pk, deadline, deadline, ProbeResult(False, 0.0, error=no_ping_since(last))
-                )
-                for pk, deadline, last in overdue
+                CheckOutcome(pk, deadline, deadline, ProbeResult(False, 0.0, error=cause))
+                for pk, deadline, cause in overdue
             ]
         )
     return len(late), len(overdue)

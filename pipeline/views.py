@@ -1,11 +1,13 @@
 """The ping routes heartbeat jobs call: no login, no CSRF token, GET, HEAD and POST alike.
 
 A ping is one short transaction (`pipeline.heartbeats.ping_record`); the answer is a plain
-`OK`, or 404 `not found` with nothing written for a key no heartbeat has.
+`OK`, or 404 `not found` with nothing written for a key no heartbeat has, or 429 with no
+query at all for a key pinged faster than `PING_RATE_PER_SECOND` (`pipeline.pingrate`).
 
 Slug URLs, `/ping/<project ping_key>/<slug>[/<action>]`, look the heartbeat's own key up and
-answer as `/ping/<its uuid>[/<action>]` does. `/ping/<a>/<b>` is the UUID form when `a` is a
-UUID, else the slug form: a project's ping key is never a UUID (`accounts.models.new_ping_key`).
+answer as `/ping/<its uuid>[/<action>]` does (its rate limit included, after that one lookup).
+`/ping/<a>/<b>` is the UUID form when `a` is a UUID, else the slug form: a project's ping key
+is never a UUID (`accounts.models.new_ping_key`).
 """
 
 from uuid import UUID
@@ -19,6 +21,7 @@ from django.views.decorators.http import require_http_methods
 from monitoring.models import PingKind
 from monitoring.slugs import heartbeat_key_for_slug
 from pipeline.heartbeats import PingIn, ping_record
+from pipeline.pingrate import ping_retry_after
 
 MAX_BODY_BYTES = 100_000
 _CHUNK = 64 * 1024
@@ -32,6 +35,12 @@ _ACTIONS = {
 
 def _text(body: str, status: int) -> HttpResponse:
     return HttpResponse(body, status=status, content_type="text/plain; charset=utf-8")
+
+
+def _too_many(wait: int) -> HttpResponse:
+    response = _text("too many pings", 429)
+    response["Retry-After"] = str(wait)
+    return response
 
 
 def _uuid(text: str | None) -> UUID | None:
@@ -75,6 +84,8 @@ def _body(request: HttpRequest) -> tuple[str, int, bool]:
 @require_http_methods(["GET", "HEAD", "POST"])
 def ping(request: HttpRequest, key: str, action: str = "") -> HttpResponse:
     """Record a ping of the heartbeat whose key is `key`."""
+    if (wait := ping_retry_after(key)) is not None:
+        return _too_many(wait)
     received_at = timezone.now()
     ping_key, kind = _uuid(key), _kind(action)
     if ping_key is None or kind is None:

@@ -136,4 +136,12 @@ NO_PING_YET = "no ping yet"
 FAILURE_PING = "failure ping"
 EXIT_STATUS = "exit status {status}"  # 1-255
 TOO_FAST = "finished too fast"  # a run shorter than config.min_run_seconds
-PHRASES[EndpointType.HEARTBEAT] = (NO_PING, NO_PING_YET, FAILURE_PING, EXIT_STATUS, TOO_FAST)
+NEVER_FINISHED = "started at {time}, never finished"  # a start with no end past the grace
+PHRASES[EndpointType.HEARTBEAT] = (
+    NO_PING,
+    NO_PING_YET,
+    FAILURE_PING,
+    EXIT_STATUS,
+    TOO_FAST,
+    NEVER_FINISHED,
+)

@@ -360,6 +360,70 @@ def test_no_ping_goes_late_after_the_period_then_down_with_one_incident_after_th
     assert missed.checked_at == T0 + timedelta(seconds=120)
 
 
+def test_a_start_with_no_end_past_the_grace_is_down_started_never_finished(client, heartbeat):
+    ping(client, heartbeat, at=T0)
+    ping(client, heartbeat, "/start", at=T0 + timedelta(seconds=30))
+
+    assert heartbeat_deadlines_run(now=T0 + timedelta(seconds=60)) == (0, 0)
+    assert heartbeat_deadlines_run(now=T0 + timedelta(seconds=90)) == (1, 0)
+    assert heartbeat_deadlines_run(now=T0 + timedelta(seconds=149)) == (0, 0)
+    assert heartbeat_deadlines_run(now=T0 + timedelta(seconds=150)) == (0, 1)
+    assert heartbeat_deadlines_run(now=T0 + timedelta(seconds=300)) == (0, 0)
+
+    heartbeat.refresh_from_db()
+    assert heartbeat.status == EndpointStatus.DOWN
+    cause = "started at 2030-01-01 12:00:30 UTC, never finished"
+    incident = Incident.objects.get()
+    assert (incident.cause, incident.started_at) == (cause, T0 + timedelta(seconds=150))
+    assert StatusChange.objects.get(to_status="late").reason == cause
+
+
+def test_a_start_then_its_end_is_no_open_run(client, heartbeat):
+    ping(client, heartbeat, "/start", at=T0)
+    ping(client, heartbeat, at=T0 + timedelta(seconds=10))
+
+    heartbeat_deadlines_run(now=T0 + timedelta(seconds=70))
+    heartbeat_deadlines_run(now=T0 + timedelta(seconds=130))
+
+    assert Incident.objects.get().cause == "no ping since 2030-01-01 12:00:10 UTC"
+
+
+def test_a_run_that_finishes_inside_the_grace_resolves_nothing_and_opens_nothing(client, heartbeat):
+    ping(client, heartbeat, at=T0)
+    ping(client, heartbeat, "/start", at=T0 + timedelta(seconds=30))
+    heartbeat_deadlines_run(now=T0 + timedelta(seconds=90))
+
+    ping(client, heartbeat, at=T0 + timedelta(seconds=140))
+    heartbeat_deadlines_run(now=T0 + timedelta(seconds=150))
+
+    heartbeat.refresh_from_db()
+    assert heartbeat.status == EndpointStatus.UP
+    assert heartbeat.late_after == T0 + timedelta(seconds=200)
+    assert not Incident.objects.exists()
+
+
+def test_a_log_ping_moves_no_deadline(client, heartbeat):
+    ping(client, heartbeat, at=T0)
+
+    ping(client, heartbeat, "/log", at=T0 + timedelta(seconds=30))
+
+    heartbeat.refresh_from_db()
+    assert heartbeat.late_after == T0 + timedelta(seconds=60)
+
+
+def test_the_beat_task_turns_an_unfinished_run_down_by_the_clock(client, heartbeat):
+    ping(client, heartbeat, at=T0)
+    ping(client, heartbeat, "/start", at=T0 + timedelta(seconds=5))
+
+    for seconds in (66, 126):
+        with time_machine.travel(T0 + timedelta(seconds=seconds), tick=False):
+            run_heartbeat_deadlines()
+
+    heartbeat.refresh_from_db()
+    assert heartbeat.status == EndpointStatus.DOWN
+    assert Incident.objects.get().cause == "started at 2030-01-01 12:00:05 UTC, never finished"
+
+
 def test_the_beat_task_flips_by_the_clock(client, heartbeat):
     ping(client, heartbeat, at=T0)
 

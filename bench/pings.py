@@ -1,0 +1,179 @@
+"""Heartbeat pings/s through gunicorn, beside a bare Django view, and pings lost.
+
+Serves the app with gunicorn (2 sync workers by default) over a throwaway PostgreSQL database
+and loads two routes with wrk, printing requests/s and latency p50/p99 of each, the ratio
+pings/bare (goal >= 0.5), and the lost count: pings answered `OK` minus pings stored.
+
+1. `GET /healthz`          a bare view answering without the database (the stack's ceiling);
+2. `GET /ping/<uuid>`      success pings, round-robin over N heartbeats (a wrk Lua script),
+                           so no heartbeat passes PING_RATE_PER_SECOND (left at its default).
+
+A 429 or any non-2xx counts as an error, not as a ping answered. The database is dropped at
+the end, also on an error or Ctrl-C. Needs PostgreSQL on 127.0.0.1:5432 and wrk.
+
+    .venv/bin/python bench/pings.py [--heartbeats 1000] [--duration 10] [--connections 16]
+    .venv/bin/python bench/pings.py --smoke   # a run of a few seconds: does it work
+"""
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from _support import BIN, ROOT, free_port, run_benchmark, throwaway_database
+from api_auth import FORWARDED, app_env, get, serve, to_ms, wrk_figure
+
+GOAL = 0.5
+
+SETUP = """
+import django
+from accounts.services import organization_create
+from monitoring.models import Endpoint
+from monitoring.services import endpoint_create
+from monitoring.validation import validate_config
+
+org, project = organization_create(name="Bench")
+config = validate_config("heartbeat", {{"grace_seconds": 3600}})
+for i in range({count}):
+    endpoint_create(
+        project=project, name=f"Job {{i}}", type="heartbeat", target="",
+        config=config, failure_threshold=1,
+    )
+for key in Endpoint.objects.values_list("ping_key", flat=True):
+    print(f"BENCH_KEY={{key}}")
+print("BENCH_DJANGO=" + django.get_version())
+"""
+
+COUNT = """
+from monitoring.models import Ping
+print(f"BENCH_PINGS={Ping.objects.count()}")
+"""
+
+LUA = """
+local keys = {%s}
+local i = 0
+request = function()
+  i = i + 1
+  return wrk.format("GET", "/ping/" .. keys[(i %% #keys) + 1])
+end
+"""
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--heartbeats", type=int, default=1000, help="heartbeats pinged")
+    parser.add_argument("--duration", type=int, default=10, help="seconds measured per route")
+    parser.add_argument("--warmup", type=int, default=3, help="warm-up seconds per route")
+    parser.add_argument("--connections", type=int, default=16, help="wrk connections")
+    parser.add_argument("--threads", type=int, default=2, help="wrk threads")
+    parser.add_argument("--workers", type=int, default=2, help="gunicorn sync workers")
+    parser.add_argument("--cache-url", default="", help="CACHE_URL (default: local memory)")
+    parser.add_argument("--quick", action="store_true", help="short run: 3 s per route")
+    parser.add_argument("--smoke", action="store_true", help="a run of a few seconds: does it work")
+    args = parser.parse_args()
+    if args.quick:
+        args.duration, args.warmup = 3, 1
+    if args.smoke:
+        args.duration, args.warmup, args.heartbeats = 1, 0, 50
+    return args
+
+
+def manage_shell(env: dict[str, str], code: str) -> str:
+    return subprocess.run(
+        [str(BIN / "python"), "manage.py", "shell", "-c", code],
+        cwd=ROOT,
+        env=env,
+        check=True,
+        stdout=subprocess.PIPE,
+        text=True,
+    ).stdout
+
+
+def stored_pings(env: dict[str, str]) -> int:
+    return int(re.search(r"^BENCH_PINGS=(\d+)$", manage_shell(env, COUNT), re.M).group(1))
+
+
+def run_wrk(args: argparse.Namespace, url: str, seconds: int, script: Path | None) -> dict:
+    command = ["wrk", f"-t{args.threads}", f"-c{args.connections}", f"-d{seconds}s", "--latency"]
+    command += ["-H", ": ".join(FORWARDED)]
+    if script is not None:
+        command += ["-s", str(script)]
+    out = subprocess.run([*command, url], check=True, stdout=subprocess.PIPE, text=True).stdout
+    errors = re.search(r"Non-2xx or socket errors:\s+(\d+)", out)
+    requests = int(wrk_figure(r"^\s+(\d+) requests in", out))
+    failed = int(errors.group(1)) if errors else 0
+    return {
+        "rps": float(wrk_figure(r"^Requests/sec:\s+([\d.]+)", out)),
+        "p50": to_ms(wrk_figure(r"^\s+50%\s+(\S+)", out)),
+        "p99": to_ms(wrk_figure(r"^\s+99%\s+(\S+)", out)),
+        "ok": requests - failed,
+        "errors": failed,
+    }
+
+
+def benchmark(args: argparse.Namespace) -> None:
+    with throwaway_database("healthmon_bench_pings") as database_url:
+        env = app_env(database_url, args.cache_url)
+        subprocess.run(
+            [str(BIN / "python"), "manage.py", "migrate", "--noinput", "-v0"],
+            cwd=ROOT,
+            env=env,
+            check=True,
+        )
+        out = manage_shell(env, SETUP.format(count=args.heartbeats))
+        keys = re.findall(r"^BENCH_KEY=(\S+)$", out, re.M)
+        django_version = re.search(r"^BENCH_DJANGO=(\S+)$", out, re.M).group(1)
+        with tempfile.TemporaryDirectory(prefix="bench-pings-") as folder:
+            script = Path(folder, "pings.lua")
+            script.write_text(LUA % ", ".join(f'"{key}"' for key in keys))
+            measure(args, env, keys, script, django_version)
+
+
+def measure(
+    args: argparse.Namespace, env: dict[str, str], keys: list[str], script: Path, version: str
+) -> None:
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    with serve(env, args.workers, port):
+        for url in (f"{base}/healthz", f"{base}/ping/{keys[0]}"):
+            status, body = get(url)
+            if status != 200:
+                raise RuntimeError(f"{url}: expected HTTP 200, got {status}: {body[:300]!r}")
+        load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+        print(f"Python {sys.version.split()[0]}, Django {version}, load average {load}")
+        print(f"gunicorn: {args.workers} sync workers; {len(keys)} heartbeats; ", end="")
+        print(f"wrk -t{args.threads} -c{args.connections} -d{args.duration}s\n", flush=True)
+        if args.warmup:
+            run_wrk(args, f"{base}/healthz", args.warmup, None)
+            run_wrk(args, f"{base}/", args.warmup, script)
+        bare = run_wrk(args, f"{base}/healthz", args.duration, None)
+        before = stored_pings(env)
+        pings = run_wrk(args, f"{base}/", args.duration, script)
+        time.sleep(1)  # let the requests wrk left in flight finish
+        stored = stored_pings(env) - before
+    print(f"{'route':<18}{'req/s':>10}{'p50 ms':>10}{'p99 ms':>10}{'errors':>10}")
+    for name, r in (("bare view", bare), ("pings", pings)):
+        print(f"{name:<18}{r['rps']:>10.1f}{r['p50']:>10.2f}{r['p99']:>10.2f}{r['errors']:>10}")
+    ratio = pings["rps"] / bare["rps"]
+    verdict = "meets" if ratio >= GOAL else "BELOW"
+    print(f"\npings/bare: {ratio:.2f}  ({verdict} the goal >= {GOAL})")
+    lost = max(pings["ok"] - stored, 0)
+    print(f"pings answered OK: {pings['ok']}, stored: {stored}, lost: {lost}")
+    if lost:
+        raise RuntimeError(f"{lost} pings answered OK were not stored")
+
+
+def main() -> int:
+    args = parse_args()
+    if shutil.which("wrk") is None:
+        sys.exit("wrk is not on PATH: install it with `apt-get install -y wrk` (Debian/Ubuntu).")
+    return run_benchmark(benchmark, args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
