@@ -1,13 +1,17 @@
 """Heartbeat slug URLs (`/ping/<project ping_key>/<slug>`), rotating a project's ping key, and
 reading a ping's body."""
 
+from datetime import UTC, datetime
 from uuid import uuid4
 
 import pytest
+import time_machine
 
 from accounts.models import Project
 from monitoring.models import CheckResult, Endpoint, EndpointStatus, Ping
 from tests.helpers import assert_problem
+
+T0 = datetime(2030, 1, 1, 12, 0, tzinfo=UTC)
 
 
 def create(api, cast, **fields):
@@ -198,6 +202,15 @@ def test_a_heartbeat_whose_slug_is_removed_is_404_by_slug(api, client, cast, hea
     api.as_user(cast.owner).patch(f"/api/v1/endpoints/{heartbeat.id}", {"slug": None}, "json")
     assert client.get(url).status_code == 404
     assert client.get(f"/ping/{heartbeat.ping_key}").status_code == 200
+
+
+def test_slug_and_uuid_pings_share_the_heartbeats_rate_limit(client, cast, heartbeat, settings):
+    settings.PING_RATE_PER_SECOND = 4
+    url = slug_url(cast)
+    with time_machine.travel(T0, tick=False):
+        answers = [client.get(url if i % 2 else f"/ping/{heartbeat.ping_key}") for i in range(6)]
+    assert [a.status_code for a in answers] == [200] * 4 + [429] * 2
+    assert Ping.objects.count() == 4
 
 
 def test_migrated_projects_get_distinct_keys(cast):
