@@ -31,7 +31,10 @@ from api_auth import FORWARDED, app_env, get, serve, to_ms, wrk_figure
 GOAL = 0.5
 
 SETUP = """
+from datetime import timedelta
+
 import django
+from django.utils import timezone
 from accounts.services import organization_create
 from monitoring.models import Endpoint
 from monitoring.services import endpoint_create
@@ -44,6 +47,12 @@ for i in range({count}):
         project=project, name=f"Job {{i}}", type="heartbeat", target="",
         config=config, failure_threshold=1,
     )
+# A healthy fleet: every heartbeat pinged before, so `up` with its deadlines a period on.
+now = timezone.now()
+Endpoint.objects.update(
+    status="up", last_checked_at=now, streak_ok=True, streak_length=1, streak_started_at=now,
+    late_after=now + timedelta(days=1), alert_after=now + timedelta(days=1, hours=1),
+)
 for key in Endpoint.objects.values_list("ping_key", flat=True):
     print(f"BENCH_KEY={{key}}")
 print("BENCH_DJANGO=" + django.get_version())

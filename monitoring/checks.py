@@ -80,7 +80,10 @@ def checks_store(*, outcomes: Sequence[CheckOutcome]) -> Stored:
     if not outcomes:
         return Stored([], [], {})
     ids = sorted({outcome.endpoint_id for outcome in outcomes})
-    locked = Endpoint.objects.defer("target", "config").select_for_update().order_by("pk")
+    # FOR NO KEY UPDATE: it serialises pipelines as FOR UPDATE does, yet lets rows that
+    # refer to the endpoint (a ping being stored) be inserted meanwhile.
+    locked = Endpoint.objects.defer("target", "config").select_for_update(no_key=True)
+    locked = locked.order_by("pk")
     endpoints = locked.in_bulk(ids)
     # A batch's slots come from one dispatcher tick: a narrow time range, so one index
     # range probe per endpoint finds them (an IN list of 200 times made a slow plan).

@@ -10,10 +10,10 @@ deadline then causes (a check, incidents, notifications) is the check pipeline's
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, cast
 from uuid import UUID
 
-from django.db import connection
+from django.db import connection, models
 from django.db.models import Max, Q
 
 from healthmon.errors import FieldErrors
@@ -25,6 +25,7 @@ from monitoring.models import (
     Ping,
     PingKind,
     StatusChange,
+    time_ordered_uuid,
 )
 from monitoring.probes.phrases import NEVER_FINISHED, NO_PING, NO_PING_YET
 from monitoring.schedules import next_due, schedule_of
@@ -91,6 +92,17 @@ def _adapt(moment: datetime) -> Any:
     return connection.ops.adapt_datetimefield_value(moment)
 
 
+def _no_pending_pings(table: str) -> str:
+    """A condition on the endpoint table: no ping of it is waiting to be processed. A
+    heartbeat whose ping is stored but not processed yet was pinged in time."""
+    quote = connection.ops.quote_name
+    pings = quote(Ping._meta.db_table)
+    return (
+        f"NOT EXISTS (SELECT 1 FROM {pings} WHERE {pings}.{quote('endpoint_id')} = "  # noqa: S608
+        f"{table}.{quote('id')} AND {pings}.{quote('pending')} = %s)"
+    )
+
+
 def heartbeats_flip_late(*, now: datetime) -> list[UUID]:
     """Move up heartbeats past their period to late, once each; their ids.
 
@@ -101,8 +113,9 @@ def heartbeats_flip_late(*, now: datetime) -> list[UUID]:
     table = connection.ops.quote_name(Endpoint._meta.db_table)
     ids = _returning_ids(
         f"UPDATE {table} SET status = %s "  # noqa: S608 - the table name is ours
-        "WHERE type = %s AND enabled = %s AND status = %s AND late_after <= %s RETURNING id",
-        [EndpointStatus.LATE, EndpointType.HEARTBEAT, True, EndpointStatus.UP, _adapt(now)],
+        "WHERE type = %s AND enabled = %s AND status = %s AND late_after <= %s "
+        f"AND {_no_pending_pings(table)} RETURNING id",
+        [EndpointStatus.LATE, EndpointType.HEARTBEAT, True, EndpointStatus.UP, _adapt(now), True],
     )
     rows = Endpoint.objects.filter(pk__in=ids).values_list("id", "late_after", "last_checked_at")
     started = _open_starts(ids)
@@ -139,8 +152,9 @@ def heartbeats_claim_overdue(*, now: datetime) -> list[tuple[UUID, datetime, str
         return []
     ids = _returning_ids(
         f"UPDATE {table} SET alert_after = NULL "  # noqa: S608 - the table name is ours
-        "WHERE type = %s AND enabled = %s AND status = %s AND alert_after <= %s RETURNING id",
-        [EndpointType.HEARTBEAT, True, EndpointStatus.LATE, _adapt(now)],
+        "WHERE type = %s AND enabled = %s AND status = %s AND alert_after <= %s "
+        f"AND {_no_pending_pings(table)} RETURNING id",
+        [EndpointType.HEARTBEAT, True, EndpointStatus.LATE, _adapt(now), True],
     )
     last = dict(Endpoint.objects.filter(pk__in=ids).values_list("id", "last_checked_at"))
     started = _open_starts(ids)
@@ -148,6 +162,33 @@ def heartbeats_claim_overdue(*, now: datetime) -> list[tuple[UUID, datetime, str
         (pk, deadlines.get(pk) or now, overdue_cause(last[pk], started.get(pk)))
         for pk in sorted(ids)
     ]
+
+
+def ping_store_if_quiet(*, ping_key: UUID, values: Mapping[str, Any]) -> bool:
+    """Store a ping, pending, when its heartbeat is enabled and `up`, as a start or success
+    ping leaves it (but for a run found too short when it is processed); False, with
+    nothing written, for any other heartbeat or an unknown key.
+
+    One INSERT ... SELECT, the whole of a healthy job's ping: the heartbeat is read and the
+    ping written in a single statement, no transaction around it. `values` are the Ping's
+    fields but its id, endpoint and `pending`.
+    """
+    quote, meta = connection.ops.quote_name, Ping._meta
+    row = {**values, "id": time_ordered_uuid(), "pending": True}
+    fields = [cast(models.Field, meta.get_field(name)) for name in row]
+    params = [field.get_db_prep_save(row[field.name], connection) for field in fields]
+    columns = ", ".join(quote(str(field.column)) for field in fields)
+    placeholders = ", ".join(["%s"] * len(fields))
+    endpoint = quote(Endpoint._meta.db_table)
+    sql = (
+        f"INSERT INTO {quote(meta.db_table)} ({columns}, {quote('endpoint_id')}) "  # noqa: S608
+        f"SELECT {placeholders}, {quote('id')} FROM {endpoint} "
+        "WHERE ping_key = %s AND type = %s AND enabled = %s AND status = %s"
+    )
+    key = Endpoint._meta.get_field("ping_key").get_db_prep_value(ping_key, connection)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*params, key, EndpointType.HEARTBEAT, True, EndpointStatus.UP])
+        return cursor.rowcount == 1
 
 
 def _open_starts(ids: list[UUID]) -> dict[UUID, datetime]:

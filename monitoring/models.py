@@ -409,10 +409,21 @@ class Ping(models.Model):
     body = models.TextField(blank=True)
     body_size = models.PositiveIntegerField(default=0)
     body_truncated = models.BooleanField(default=False)
+    # Stored but not yet turned into a check and deadlines: a success ping of an `up`
+    # heartbeat is stored at once and processed by the deadline loop a moment later
+    # (`pipeline.heartbeats`), which flips no heartbeat that still has pending pings.
+    pending = models.BooleanField(default=False)
 
     class Meta:
         ordering = ["-received_at", "-id"]
-        indexes = [models.Index(fields=["endpoint", "received_at"], name="ping_endpoint_time_idx")]
+        indexes = [
+            models.Index(fields=["endpoint", "received_at"], name="ping_endpoint_time_idx"),
+            # The latest start, success or failure of a heartbeat: one index probe each.
+            models.Index(fields=["endpoint", "kind", "received_at"], name="ping_endpoint_kind_idx"),
+            models.Index(
+                fields=["endpoint"], condition=models.Q(pending=True), name="ping_pending_idx"
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.kind} of {self.endpoint_id} at {self.received_at:%Y-%m-%d %H:%M:%S}"

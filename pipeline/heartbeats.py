@@ -1,24 +1,54 @@
 """What heartbeats cause: a ping stored (a success or failure ping is a check), and a missed
 deadline turned into a failed check. Both go through the check pipeline
 (`pipeline.checks.checks_record`), so statuses, incidents, rollups and notifications follow
-exactly as for probes."""
+exactly as for probes.
 
+A ping is stored before it is processed (turned into a check and new deadlines), and the two
+steps run at different times for the one ping that matters most to throughput, a success
+ping of a heartbeat that is `up` (the ping a healthy job sends every run):
+
+- **It changes nothing at once, so it is stored and answered.** The ping view runs one
+  statement, an INSERT ... SELECT that finds the heartbeat `up` and stores the ping, in
+  autocommit, before `OK` leaves: a ping answered `OK` is on disk.
+  The deadline loop, every 2 s, processes pending pings in batches through the pipeline
+  (`pings_process`) before it flips anything, and its flips skip a heartbeat that still has
+  pending pings, so a ping stored in time never lets its heartbeat go late.
+- **Every other ping is processed in the request**, in the same transaction that stores it,
+  with the heartbeat's earlier pending pings first: a failure ping, an exit status, a first
+  ping, a ping of a late or down heartbeat. Its status, incident and notification are there
+  when `OK` is. (A run shorter than `min_run_seconds` is found when its success ping is
+  processed: by the loop, a moment later, for an `up` heartbeat.)
+"""
+
+import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 from uuid import UUID
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
+from django.db.models import OuterRef, Subquery
 
+from healthmon.db import update_each
 from monitoring.checks import CheckOutcome
 from monitoring.heartbeats import (
     deadlines_after,
     heartbeats_claim_overdue,
     heartbeats_flip_late,
+    ping_store_if_quiet,
 )
-from monitoring.models import Endpoint, EndpointType, Ping, PingKind
+from monitoring.models import Endpoint, EndpointStatus, EndpointType, Ping, PingKind
 from monitoring.probes import ProbeResult
 from monitoring.probes.phrases import EXIT_STATUS, FAILURE_PING, TOO_FAST
 from pipeline.checks import checks_record
+
+# Pings processed per transaction by the deadline loop: a few hundred milliseconds of work
+# that holds the row locks of the heartbeats concerned.
+PROCESS_BATCH = 2000
+# The deadline loop processes batch after batch for at most this long, then flips.
+PROCESS_SECONDS = 8.0
+_ENDS = (PingKind.SUCCESS, PingKind.FAIL)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -38,73 +68,172 @@ class PingIn:
     body_truncated: bool
 
 
-@transaction.atomic
 def ping_record(*, ping: PingIn) -> bool:
-    """Store a ping; a success or failure ping of an enabled heartbeat is also a check that
-    moves its status; it and a start set the next deadlines. False (nothing written) when no
-    heartbeat has that key."""
-    endpoint = (
-        Endpoint.objects.select_for_update()
-        .only("id", "enabled", "interval_seconds", "config")
-        .filter(ping_key=ping.ping_key, type=EndpointType.HEARTBEAT)
+    """Store a ping; process it now unless it changes nothing at once (a success or start
+    ping of an `up` heartbeat, left to the deadline loop). False, with nothing written,
+    when no heartbeat has that key."""
+    if ping.kind in (PingKind.SUCCESS, PingKind.START) and ping_store_if_quiet(
+        ping_key=ping.ping_key, values=_values(ping)
+    ):
+        return True
+    found = (
+        Endpoint.objects.filter(ping_key=ping.ping_key, type=EndpointType.HEARTBEAT)
+        .values_list("id", "enabled", "status")
         .first()
     )
-    if endpoint is None:
+    if found is None:
         return False
-    ends_run = ping.kind in (PingKind.SUCCESS, PingKind.FAIL)
-    duration = _run_duration(endpoint, ping) if ends_run else None
-    Ping.objects.create(
-        endpoint=endpoint,
-        kind=ping.kind,
-        exit_status=ping.exit_status,
-        received_at=ping.received_at,
-        duration_ms=duration,
-        rid=ping.rid,
-        client_ip=ping.client_ip,
-        method=ping.method,
-        user_agent=ping.user_agent[:500],
-        body=ping.body,
-        body_size=ping.body_size,
-        body_truncated=ping.body_truncated,
-    )
-    if ends_run and endpoint.enabled:
-        checks_record(outcomes=[_outcome(endpoint, ping, duration)])
-    if ping.kind != PingKind.LOG and endpoint.enabled:
-        # A start sets the deadlines from its own time too: a run that never ends is late
-        # a period after it began and down a grace later ("started at ..., never finished").
-        due = deadlines_after(
-            interval_seconds=endpoint.interval_seconds,
-            config=endpoint.config,
-            at=ping.received_at,
-        )
-        Endpoint.objects.filter(pk=endpoint.pk).update(
-            late_after=due.late_after, alert_after=due.alert_after
-        )
+    endpoint_id, enabled, status = found
+    try:
+        if ping.kind == PingKind.LOG or not enabled:
+            _store(endpoint_id, ping, pending=False)  # kept for the log, processed never
+        elif _changes_nothing_now(ping, status):  # it became quiet meanwhile
+            _store(endpoint_id, ping, pending=True)
+        else:
+            with transaction.atomic():
+                _store(endpoint_id, ping, pending=True)
+                pings_process(endpoint_ids=[endpoint_id])
+    except IntegrityError:  # the heartbeat was deleted since it was read
+        return False
     return True
 
 
-def _run_duration(endpoint: Endpoint, ping: PingIn) -> float | None:
-    """Milliseconds since the run's start: the start with the same `rid`, or without one
-    the latest start since the last end; None when there is none."""
-    pings = Ping.objects.filter(endpoint=endpoint, received_at__lte=ping.received_at)
-    starts = pings.filter(kind=PingKind.START)
-    if ping.rid is not None:
-        starts = starts.filter(rid=ping.rid)
-    else:
-        ended = pings.filter(kind__in=[PingKind.SUCCESS, PingKind.FAIL]).order_by("-received_at")
-        last_end = ended.values_list("received_at", flat=True).first()
-        if last_end is not None:
-            starts = starts.filter(received_at__gt=last_end)
-    started = starts.order_by("-received_at").values_list("received_at", flat=True).first()
-    if started is None:
-        return None
-    return (ping.received_at - started).total_seconds() * 1000
+def _changes_nothing_now(ping: PingIn, status: str) -> bool:
+    """A start or success ping of an `up` heartbeat: it moves no status and opens or
+    resolves nothing (a run found shorter than `min_run_seconds` when it is processed, a
+    moment later, is the one exception)."""
+    return ping.kind in (PingKind.SUCCESS, PingKind.START) and status == EndpointStatus.UP
 
 
-def _outcome(endpoint: Endpoint, ping: PingIn, duration_ms: float | None) -> CheckOutcome:
+def _values(ping: PingIn) -> dict[str, Any]:
+    """The Ping's fields the route gives."""
+    return {
+        "kind": ping.kind,
+        "exit_status": ping.exit_status,
+        "received_at": ping.received_at,
+        "rid": ping.rid,
+        "client_ip": ping.client_ip,
+        "method": ping.method,
+        "user_agent": ping.user_agent[:500],
+        "body": ping.body,
+        "body_size": ping.body_size,
+        "body_truncated": ping.body_truncated,
+    }
+
+
+def _store(endpoint_id: UUID, ping: PingIn, *, pending: bool) -> None:
+    Ping.objects.create(endpoint_id=endpoint_id, pending=pending, **_values(ping))
+
+
+@transaction.atomic
+def pings_process(*, endpoint_ids: Sequence[UUID] | None = None) -> int:
+    """Process pending pings, oldest first, up to `PROCESS_BATCH` of them (with every other
+    pending ping of their heartbeats): each success or failure ping becomes a check, and the
+    latest ping of each heartbeat sets its deadlines. Returns how many pings were processed.
+
+    The heartbeats are locked first, in id order as the check pipeline locks them, so two
+    runs never process one ping twice: the second finds it no longer pending.
+    """
+    pending = Ping.objects.filter(pending=True)
+    if endpoint_ids is not None:
+        pending = pending.filter(endpoint_id__in=endpoint_ids)
+    oldest = pending.order_by("received_at").values_list("endpoint_id", flat=True)
+    ids = sorted(set(oldest[:PROCESS_BATCH]))
+    if not ids:
+        return 0
+    endpoints = (
+        Endpoint.objects.select_for_update(no_key=True)
+        .only("id", "enabled", "interval_seconds", "config")
+        .order_by("pk")
+        .in_bulk(ids)
+    )
+    pings = list(
+        Ping.objects.filter(pending=True, endpoint_id__in=list(endpoints))
+        .order_by("received_at", "id")
+        .only("id", "endpoint_id", "kind", "exit_status", "received_at", "rid")
+    )
+    runs = _Runs(pings)
+    before = dict(runs.latest)
+    outcomes = []
+    for ping in pings:
+        endpoint = endpoints[ping.endpoint_id]
+        ping.pending = False
+        if ping.kind in _ENDS:
+            ping.duration_ms = runs.end(ping)
+            if endpoint.enabled:
+                outcomes.append(_outcome(endpoint, ping))
+        elif ping.kind == PingKind.START:
+            runs.start(ping)
+    update_each(pings, ["pending", "duration_ms"])
+    checks_record(outcomes=outcomes)
+    _deadlines_set(endpoints, pings, before)
+    return len(pings)
+
+
+class _Runs:
+    """Pairs each success or failure ping with the start of its run: the start with the same
+    `rid`, or without one the latest start since the last end. What was processed before is
+    read in one statement, an indexed probe per heartbeat and kind (and one more per `rid`
+    not started in the batch)."""
+
+    def __init__(self, pings: Sequence[Ping]) -> None:
+        done = Ping.objects.filter(endpoint_id=OuterRef("pk"), pending=False)
+
+        def latest(*kinds: str) -> Subquery:
+            of_kind = done.filter(kind__in=kinds).order_by("-received_at")
+            return Subquery(of_kind.values("received_at")[:1])
+
+        rows = (
+            Endpoint.objects.filter(pk__in={ping.endpoint_id for ping in pings})
+            .annotate(
+                start=latest(PingKind.START),
+                success=latest(PingKind.SUCCESS),
+                fail=latest(PingKind.FAIL),
+            )
+            .values_list("pk", "start", "success", "fail")
+        )
+        self._open: dict[UUID, datetime] = {}  # the start of each heartbeat's open run
+        self.latest: dict[UUID, datetime] = {}  # each heartbeat's latest ping processed
+        for pk, start, success, fail in rows:
+            ends = [end for end in (success, fail) if end is not None]
+            if start is not None and (not ends or start > max(ends)):
+                self._open[pk] = start
+            if times := [t for t in (start, success, fail) if t is not None]:
+                self.latest[pk] = max(times)
+        self._by_rid: dict[tuple[UUID, UUID], datetime] = {}
+
+    def start(self, ping: Ping) -> None:
+        """A run begins."""
+        self._open[ping.endpoint_id] = ping.received_at
+        if ping.rid is not None:
+            self._by_rid[(ping.endpoint_id, ping.rid)] = ping.received_at
+
+    def end(self, ping: Ping) -> float | None:
+        """The run's duration in milliseconds; None when it has no start."""
+        started = self._open.pop(ping.endpoint_id, None)
+        if ping.rid is not None:
+            started = self._by_rid.get((ping.endpoint_id, ping.rid)) or self._started(ping)
+        if started is None:
+            return None
+        return (ping.received_at - started).total_seconds() * 1000
+
+    @staticmethod
+    def _started(ping: Ping) -> datetime | None:
+        starts = Ping.objects.filter(
+            endpoint_id=ping.endpoint_id,
+            kind=PingKind.START,
+            rid=ping.rid,
+            pending=False,
+            received_at__lte=ping.received_at,
+        )
+        return starts.order_by("-received_at").values_list("received_at", flat=True).first()
+
+
+def _outcome(endpoint: Endpoint, ping: Ping) -> CheckOutcome:
     """The ping as a check: failed for a failure ping, a non-zero exit status or a run
     shorter than `min_run_seconds`."""
     error = ""
+    duration_ms = ping.duration_ms
     if ping.kind == PingKind.FAIL:
         error = EXIT_STATUS.format(status=ping.exit_status) if ping.exit_status else FAILURE_PING
     else:
@@ -116,13 +245,40 @@ def _outcome(endpoint: Endpoint, ping: PingIn, duration_ms: float | None) -> Che
     return CheckOutcome(endpoint.pk, ping.received_at, ping.received_at, result)
 
 
+def _deadlines_set(
+    endpoints: dict[UUID, Endpoint], pings: Sequence[Ping], before: dict[UUID, datetime]
+) -> None:
+    """Move each enabled heartbeat's deadlines on from its latest start, success or
+    failure ping (a start too: a run that never ends goes late a period after it began),
+    unless a later ping was processed before this one (a ping slow to commit)."""
+    latest: dict[UUID, datetime] = {}
+    for ping in pings:
+        if ping.kind != PingKind.LOG:
+            latest[ping.endpoint_id] = ping.received_at  # pings are in time order
+    moved = []
+    for pk, at in latest.items():
+        endpoint = endpoints[pk]
+        if not endpoint.enabled or (pk in before and before[pk] > at):
+            continue
+        config, period = endpoint.config, endpoint.interval_seconds
+        due = deadlines_after(interval_seconds=period, config=config, at=at)
+        endpoint.late_after, endpoint.alert_after = due.late_after, due.alert_after
+        moved.append(endpoint)
+    update_each(moved, ["late_after", "alert_after"])
+
+
 def heartbeat_deadlines_run(*, now: datetime) -> tuple[int, int]:
-    """Turn heartbeats past their period late, and late ones past their grace down (a
-    failed check `no ping since ...`, which opens the incident); (late, down) counts.
+    """Process the pings stored since the last run, then turn heartbeats past their period
+    late, and late ones past their grace down (a failed check `no ping since ...`, which
+    opens the incident); (late, down) counts.
 
     Each flip is a conditional UPDATE in its own short transaction: loops racing each
-    other, or a loop run twice, flip each heartbeat once.
+    other, or a loop run twice, flip each heartbeat once; neither flips a heartbeat with
+    pending pings (one stored since this run processed them waits for the next run).
     """
+    budget = time.monotonic() + PROCESS_SECONDS
+    while pings_process() >= PROCESS_BATCH and time.monotonic() < budget:
+        pass  # a backlog: process it batch after batch, within the task's time
     with transaction.atomic():
         late = heartbeats_flip_late(now=now)
     with transaction.atomic():

@@ -1,8 +1,10 @@
 """The ping routes heartbeat jobs call: no login, no CSRF token, GET, HEAD and POST alike.
 
-A ping is one short transaction (`pipeline.heartbeats.ping_record`); the answer is a plain
-`OK`, or 404 `not found` with nothing written for a key no heartbeat has, or 429 with no
-query at all for a key pinged faster than `PING_RATE_PER_SECOND` (`pipeline.pingrate`).
+A ping is stored, committed, before the answer (`pipeline.heartbeats.ping_record`: one read
+and one INSERT for a healthy job's success ping, one short transaction for a ping that moves
+a status); the answer is a plain `OK`, or 404 `not found` with nothing written for a key no
+heartbeat has, or 429 with no query at all for a key pinged faster than
+`PING_RATE_PER_SECOND` (`pipeline.pingrate`).
 
 Slug URLs, `/ping/<project ping_key>/<slug>[/<action>]`, look the heartbeat's own key up and
 answer as `/ping/<its uuid>[/<action>]` does (its rate limit included, after that one lookup).
