@@ -87,6 +87,7 @@ bench: $(VENV)/.installed
 	$(BIN)/python bench/probes.py $(BENCH_ARGS)
 	$(BIN)/python bench/hanging.py $(BENCH_ARGS)
 	$(BIN)/python bench/scheduler.py $(BENCH_ARGS)
+	$(BIN)/python bench/deadlines.py $(BENCH_ARGS)
 	$(BIN)/python bench/analytics.py $(BENCH_ARGS)
 	$(BIN)/python bench/charts.py $(BENCH_ARGS)
 	$(BIN)/python bench/dashboards.py $(BENCH_ARGS)
