@@ -35,6 +35,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 
 from _support import BIN, ROOT, free_port, run_benchmark, throwaway_database
 from cryptography.fernet import Fernet
@@ -165,19 +166,32 @@ def wrk_figure(pattern: str, output: str) -> str:
     return match.group(1)
 
 
-def run_wrk(args: argparse.Namespace, url: str, token: str | None, seconds: int) -> dict:
+def run_wrk(
+    args: argparse.Namespace,
+    url: str,
+    seconds: int,
+    *,
+    token: str | None = None,
+    script: Path | None = None,
+) -> dict:
+    """Load `url` with wrk (a Lua `script` may build the requests); requests/s, latency
+    p50/p99 in ms, requests answered 2xx (`ok`) and the rest (`errors`)."""
     command = ["wrk", f"-t{args.threads}", f"-c{args.connections}", f"-d{seconds}s", "--latency"]
     command += ["-H", ": ".join(FORWARDED)]
     if token:
         command += ["-H", f"Authorization: Bearer {token}"]
+    if script is not None:
+        command += ["-s", str(script)]
     out = subprocess.run([*command, url], check=True, stdout=subprocess.PIPE, text=True).stdout
     errors = re.search(r"Non-2xx or socket errors:\s+(\d+)", out)
     sockets = re.search(r"Socket errors: (.*)", out)
+    failed = int(errors.group(1)) if errors else 0
     return {
         "rps": float(wrk_figure(r"^Requests/sec:\s+([\d.]+)", out)),
         "p50": to_ms(wrk_figure(r"^\s+50%\s+(\S+)", out)),
         "p99": to_ms(wrk_figure(r"^\s+99%\s+(\S+)", out)),
-        "errors": int(errors.group(1)) if errors else 0,
+        "ok": int(wrk_figure(r"^\s+(\d+) requests in", out)) - failed,
+        "errors": failed,
         "socket": sockets.group(1) if sockets else "",
     }
 
@@ -237,8 +251,8 @@ def measure(args: argparse.Namespace, env: dict[str, str]) -> None:
         print_environment(args, data)
         for name, url, token, _ in routes:
             if args.warmup:
-                run_wrk(args, url, token, args.warmup)
-            results[name] = run_wrk(args, url, token, args.duration)
+                run_wrk(args, url, args.warmup, token=token)
+            results[name] = run_wrk(args, url, args.duration, token=token)
     print(f"{'route':<22}{'req/s':>10}{'p50 ms':>10}{'p99 ms':>10}{'errors':>10}")
     for name, r in results.items():
         print(f"{name:<22}{r['rps']:>10.1f}{r['p50']:>10.2f}{r['p99']:>10.2f}{r['errors']:>10}")
