@@ -77,8 +77,22 @@ class Deadlines:
 def deadlines_after(*, interval_seconds: int, config: Mapping[str, Any], at: datetime) -> Deadlines:
     """The deadlines a success or failure ping received at `at` sets."""
     late = next_due(schedule_of(interval_seconds, config), at)
-    grace = int(config.get("grace_seconds", DEFAULT_GRACE_SECONDS))
-    return Deadlines(late, late + timedelta(seconds=grace))
+    return Deadlines(late, late + _grace(config))
+
+
+def deadlines_after_start(
+    *, interval_seconds: int, config: Mapping[str, Any], at: datetime
+) -> Deadlines:
+    """The deadlines a start received at `at` sets: the run must end within the grace
+    (down then, "started at ..., never finished", as healthchecks has it), and is late
+    from the next expected time if that comes sooner."""
+    end = at + _grace(config)
+    late = next_due(schedule_of(interval_seconds, config), at)
+    return Deadlines(min(late, end), end)
+
+
+def _grace(config: Mapping[str, Any]) -> timedelta:
+    return timedelta(seconds=int(config.get("grace_seconds", DEFAULT_GRACE_SECONDS)))
 
 
 def _returning_ids(sql: str, params: list[Any]) -> list[UUID]:

@@ -34,6 +34,7 @@ from healthmon.db import update_each
 from monitoring.checks import CheckOutcome
 from monitoring.heartbeats import (
     deadlines_after,
+    deadlines_after_start,
     heartbeats_claim_overdue,
     heartbeats_flip_late,
     ping_store_if_quiet,
@@ -249,19 +250,19 @@ def _deadlines_set(
     endpoints: dict[UUID, Endpoint], pings: Sequence[Ping], before: dict[UUID, datetime]
 ) -> None:
     """Move each enabled heartbeat's deadlines on from its latest start, success or
-    failure ping (a start too: a run that never ends goes late a period after it began),
-    unless a later ping was processed before this one (a ping slow to commit)."""
-    latest: dict[UUID, datetime] = {}
+    failure ping (after a start, the run must end within the grace), unless a later ping
+    was processed before this one (a ping slow to commit)."""
+    latest: dict[UUID, Ping] = {}
     for ping in pings:
         if ping.kind != PingKind.LOG:
-            latest[ping.endpoint_id] = ping.received_at  # pings are in time order
+            latest[ping.endpoint_id] = ping  # pings are in time order
     moved = []
-    for pk, at in latest.items():
-        endpoint = endpoints[pk]
+    for pk, ping in latest.items():
+        endpoint, at = endpoints[pk], ping.received_at
         if not endpoint.enabled or (pk in before and before[pk] > at):
             continue
-        config, period = endpoint.config, endpoint.interval_seconds
-        due = deadlines_after(interval_seconds=period, config=config, at=at)
+        after = deadlines_after_start if ping.kind == PingKind.START else deadlines_after
+        due = after(interval_seconds=endpoint.interval_seconds, config=endpoint.config, at=at)
         endpoint.late_after, endpoint.alert_after = due.late_after, due.alert_after
         moved.append(endpoint)
     update_each(moved, ["late_after", "alert_after"])

@@ -365,17 +365,30 @@ def test_a_start_with_no_end_past_the_grace_is_down_started_never_finished(clien
     ping(client, heartbeat, "/start", at=T0 + timedelta(seconds=30))
 
     assert heartbeat_deadlines_run(now=T0 + timedelta(seconds=60)) == (0, 0)
-    assert heartbeat_deadlines_run(now=T0 + timedelta(seconds=90)) == (1, 0)
-    assert heartbeat_deadlines_run(now=T0 + timedelta(seconds=149)) == (0, 0)
-    assert heartbeat_deadlines_run(now=T0 + timedelta(seconds=150)) == (0, 1)
+    assert heartbeat_deadlines_run(now=T0 + timedelta(seconds=89)) == (0, 0)
+    # The run had the grace (60 s) to end: late and down at once when it has not.
+    assert heartbeat_deadlines_run(now=T0 + timedelta(seconds=90)) == (1, 1)
     assert heartbeat_deadlines_run(now=T0 + timedelta(seconds=300)) == (0, 0)
 
     heartbeat.refresh_from_db()
     assert heartbeat.status == EndpointStatus.DOWN
     cause = "started at 2030-01-01 12:00:30 UTC, never finished"
     incident = Incident.objects.get()
-    assert (incident.cause, incident.started_at) == (cause, T0 + timedelta(seconds=150))
+    assert (incident.cause, incident.started_at) == (cause, T0 + timedelta(seconds=90))
     assert StatusChange.objects.get(to_status="late").reason == cause
+
+
+def test_a_long_period_run_is_down_a_grace_after_its_start_not_a_period(api, cast, client):
+    with time_machine.travel(T0, tick=False):
+        response = create(api, cast, interval_seconds=86_400, config={"grace_seconds": 600})
+    daily = Endpoint.objects.get(pk=response.json()["id"])
+    ping(client, daily, at=T0)
+    ping(client, daily, "/start", at=T0 + timedelta(hours=23))
+
+    assert heartbeat_deadlines_run(now=T0 + timedelta(hours=23, minutes=9)) == (0, 0)
+    assert heartbeat_deadlines_run(now=T0 + timedelta(hours=23, minutes=10)) == (1, 1)
+
+    assert Incident.objects.get().cause == "started at 2030-01-02 11:00:00 UTC, never finished"
 
 
 def test_a_start_then_its_end_is_no_open_run(client, heartbeat):
@@ -391,14 +404,14 @@ def test_a_start_then_its_end_is_no_open_run(client, heartbeat):
 def test_a_run_that_finishes_inside_the_grace_resolves_nothing_and_opens_nothing(client, heartbeat):
     ping(client, heartbeat, at=T0)
     ping(client, heartbeat, "/start", at=T0 + timedelta(seconds=30))
-    heartbeat_deadlines_run(now=T0 + timedelta(seconds=90))
+    heartbeat_deadlines_run(now=T0 + timedelta(seconds=70))
 
-    ping(client, heartbeat, at=T0 + timedelta(seconds=140))
-    heartbeat_deadlines_run(now=T0 + timedelta(seconds=150))
+    ping(client, heartbeat, at=T0 + timedelta(seconds=85))
+    heartbeat_deadlines_run(now=T0 + timedelta(seconds=89))
 
     heartbeat.refresh_from_db()
     assert heartbeat.status == EndpointStatus.UP
-    assert heartbeat.late_after == T0 + timedelta(seconds=200)
+    assert heartbeat.late_after == T0 + timedelta(seconds=145)
     assert not Incident.objects.exists()
 
 
