@@ -169,3 +169,19 @@ def test_a_success_ping_with_no_start_adds_no_response_time(
 
     assert row["checks"] == 2
     assert (row["avg_ms"], row["min_ms"], row["max_ms"]) == (30_000.0, 30_000.0, 30_000.0)
+
+
+def test_downtime_inside_a_maintenance_window_counts_in_no_sla(api, cast, job, at_now):
+    window = {
+        "name": "Backup server moved",
+        "starts_at": (T0 + 20 * MINUTE).isoformat(),
+        "ends_at": (T0 + 30 * MINUTE).isoformat(),
+        "endpoints": [str(job.id)],
+    }
+    planned = api.as_user(cast.owner).post("/api/v1/maintenance-windows", window, format="json")
+    assert planned.status_code == 201, planned.content
+
+    [row] = figures(api.get(URL + "sla", {"endpoint": str(job.id)}))
+
+    # The /fail outage (20:00 to 26:00) fell in the window; the exit status 3 one did not.
+    assert (row["watched_s"], row["downtime_s"]) == (WATCHED_S - 600, 225)
