@@ -205,6 +205,7 @@ def test_the_edit_form_draws_the_saved_schedules_next_five_times(pages, cast, ap
         "2030-01-07T07:25:00-05:00",
     ]
     text = visible_text(response)
+    assert "{#" not in text
     assert "2030-01-07 07:05 EST" in text
     assert "cron `*/5 * * * *` (America/New_York)" in text
 
