@@ -6,6 +6,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 import time_machine
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from monitoring.models import Endpoint, Ping
@@ -110,6 +112,22 @@ def test_the_ping_log_shows_the_latest_50(pages, cast, heartbeat):
     assert len(found) == 50
     assert found[0].endswith("run 54")
     assert found[-1].endswith("run 5")
+
+
+def test_the_ping_log_costs_one_query_however_many_pings(pages, cast, heartbeat):
+    pages.as_user(cast.member)
+    ping(heartbeat, body="one", body_size=3)
+    with CaptureQueriesContext(connection) as one:
+        page(pages, cast.member, heartbeat)
+    for n in range(60):
+        ping(heartbeat, received_at=timezone.now() - timedelta(minutes=n), body="b" * 5000)
+    with CaptureQueriesContext(connection) as many:
+        page(pages, cast.member, heartbeat)
+
+    assert len(many) == len(one)
+    (log,) = [q["sql"] for q in many if '"monitoring_ping"' in q["sql"]]
+    assert log.rstrip().endswith("LIMIT 50")
+    assert 'SUBSTRING("monitoring_ping"."body", 1, 121)' in log or "SUBSTR(" in log
 
 
 def test_without_pings_the_page_says_how_to_send_the_first(pages, cast, heartbeat):
@@ -335,10 +353,13 @@ def test_the_preview_reads_nothing_of_any_organization(pages, cast, api):
     query = {"interval_seconds": "3600", "endpoint": str(heartbeat.pk), "id": str(heartbeat.pk)}
 
     with time_machine.travel(T0, tick=False):
-        outsider = pages.as_user(cast.outsider).get(PREVIEW, query).json()
+        pages.as_user(cast.outsider)
+        with CaptureQueriesContext(connection) as queries:
+            outsider = pages.get(PREVIEW, query).json()
         member = pages.as_user(cast.member).get(PREVIEW, {"interval_seconds": "3600"}).json()
 
     assert outsider == member
+    assert not [q for q in queries if "monitoring_" in q["sql"]]
     assert outsider["description"] == "every 1 h"
 
 
