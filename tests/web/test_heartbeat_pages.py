@@ -193,6 +193,17 @@ def test_the_page_shows_the_next_expected_times(pages, cast, api):
     ]
 
 
+def test_a_period_counts_from_the_last_ping_not_from_now(pages, cast, heartbeat, client):
+    with time_machine.travel(T0, tick=False):
+        assert client.get(f"/ping/{heartbeat.ping_key}").status_code == 200
+    with time_machine.travel(T0 + timedelta(minutes=10), tick=False):
+        markup = Markup(html(page(pages, cast.member, heartbeat)))
+
+    assert [tag["datetime"] for tag in markup.find("time")] == [
+        f"2030-01-07T{hour}:00:00+00:00" for hour in (13, 14, 15, 16, 17)
+    ]
+
+
 def test_a_probed_endpoint_has_no_ping_panel(pages, cast, make_endpoint):
     endpoint = make_endpoint(cast.project)
 
