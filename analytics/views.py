@@ -16,7 +16,7 @@ from django.views.decorators.http import require_GET
 
 from accounts.access import member_required, page_user
 from accounts.models import Project, User
-from analytics import charts, dashboards
+from analytics import charts, dashboards, pings
 from analytics.dashboards import OverviewFilters
 from analytics.reports import MAX_COMPARED
 from analytics.windows import PERIODS
@@ -95,7 +95,8 @@ def endpoint_page(request: HttpRequest, endpoint_id: str) -> HttpResponse:
     user = page_user(request)
     endpoint = access_endpoint(user, endpoint_id)
     period = _period(request)
-    data = dashboards.endpoint_detail(endpoint, period, timezone.now())
+    now = timezone.now()
+    data = dashboards.endpoint_detail(endpoint, period, now)
     shown, since = data["shown"], data["since"]
 
     def response(width: int, height: int, columns: int) -> SafeString:
@@ -135,6 +136,8 @@ def endpoint_page(request: HttpRequest, endpoint_id: str) -> HttpResponse:
         "refresh": 30,
         **data,
     }
+    if endpoint.type == EndpointType.HEARTBEAT and endpoint.ping_key:
+        context["heartbeat"] = pings.heartbeat_panel(endpoint, now)
     return render(request, "analytics/endpoint.html", context)
 
 

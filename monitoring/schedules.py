@@ -72,6 +72,13 @@ def upcoming(schedule: Schedule, after: datetime, count: int = 5) -> list[dateti
     return times
 
 
+def expected_times(schedule: Schedule, after: datetime, count: int = 5) -> list[datetime]:
+    """The next `count` expected times in the schedule's own zone (UTC for a period): a
+    cron's times read as its author wrote them."""
+    zone = ZoneInfo(schedule.timezone)
+    return [moment.astimezone(zone) for moment in upcoming(schedule, after, count)]
+
+
 def schedule_errors(config: Mapping[str, Any]) -> dict[str, list[str]]:
     """Return what is wrong with `config.cron` and `config.timezone`, by field; empty if fine."""
     errors: dict[str, list[str]] = {}

@@ -6,6 +6,7 @@ from monitoring import views
 
 urlpatterns = [
     path("endpoints/new", views.endpoint_create, name="endpoint-create"),
+    path("endpoints/schedule-preview", views.schedule_preview, name="schedule-preview"),
     path("endpoints/<uuid:endpoint_id>/edit", views.endpoint_edit, name="endpoint-edit"),
     path("endpoints/<uuid:endpoint_id>/pause", views.endpoint_pause, name="endpoint-pause"),
     path("endpoints/<uuid:endpoint_id>/resume", views.endpoint_resume, name="endpoint-resume"),

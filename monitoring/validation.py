@@ -35,7 +35,7 @@ from monitoring.models import (
     Endpoint,
     EndpointType,
 )
-from monitoring.schedules import schedule_errors
+from monitoring.schedules import Schedule, schedule_errors, schedule_of
 from monitoring.slugs import slug_errors
 from monitoring.targets import (
     MASK,
@@ -378,6 +378,29 @@ def validate_config(endpoint_type: str, config: Any) -> dict[str, Any]:
     if errors:
         raise InvalidInput(errors)
     return cleaned
+
+
+def schedule_input(*, interval_seconds: str, cron: str, timezone: str) -> Schedule:
+    """A heartbeat's schedule as the form holds it while being typed (a period, or a cron in
+    a zone), checked as a saved one would be: the form shows its next times before saving."""
+    errors: FieldErrors = {}
+    interval = 0
+    if not cron.strip():  # the period counts only without a cron
+        try:
+            interval = int(interval_seconds)
+        except ValueError:
+            errors["interval_seconds"] = ["A valid integer is required."]
+        else:
+            kind = {"type": EndpointType.HEARTBEAT}
+            errors.update(heartbeat_errors(kind, current_type=None, interval=interval))
+    typed = {"cron": cron.strip(), "timezone": timezone.strip() or "UTC"}
+    try:
+        config = validate_config(EndpointType.HEARTBEAT, typed)
+    except InvalidInput as exc:
+        errors.update(exc.errors)
+    if errors:
+        raise InvalidInput(errors)
+    return schedule_of(interval, config)
 
 
 # --- An endpoint's fields, alone and together -----------------------------------------------

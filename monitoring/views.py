@@ -7,26 +7,31 @@ keeps the stored secret.
 """
 
 import json
+from datetime import datetime
 from typing import Any
 
 from django.contrib import messages
 from django.db import transaction
-from django.http import HttpRequest, HttpResponse, QueryDict
+from django.http import HttpRequest, HttpResponse, JsonResponse, QueryDict
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_http_methods, require_POST
+from django.utils import timezone
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from accounts.access import member_required, page_user
 from accounts.models import Project
+from healthmon.errors import PROBLEM_CONTENT_TYPE, ErrorCode, InvalidInput, problem
 from healthmon.pages import PageForm
 from monitoring import services
 from monitoring.access import access_endpoint
 from monitoring.api.serializers import EndpointSerializer
 from monitoring.models import SLA_TIERS, Endpoint, EndpointType
+from monitoring.schedules import Schedule, describe, expected_times, schedule_of
 from monitoring.validation import (
     DEFAULT_INTERVAL,
     DEFAULT_TIMEOUT,
     OPTIONS,
     endpoint_limits,
+    schedule_input,
 )
 
 # Fields the edit form posts (the API's writable ones, less `enabled`: pause and resume are
@@ -44,6 +49,7 @@ LABELS = {
     "name": "Name",
     "type": "Type",
     "target": "Target",
+    "slug": "Slug",
     "interval_seconds": "Interval (s)",
     "timeout_seconds": "Timeout (s)",
     "failure_threshold": "Failures to open an incident",
@@ -98,7 +104,24 @@ def _posted(request: HttpRequest, fields: list[str]) -> QueryDict:
         data.pop("config", None)
     if data.get("type") == EndpointType.HEARTBEAT and data.get("target") == "":
         data.pop("target")  # a heartbeat has none: the form's empty box sends nothing
+    if data.get("slug") == "":
+        data.pop("slug")  # no slug; an edit that empties the box removes it (`_slug_cleared`)
     return data
+
+
+def _slug_cleared(request: HttpRequest, endpoint: Endpoint) -> bool:
+    """The edit form's slug box was emptied: the heartbeat's slug goes (null in the API)."""
+    return endpoint.slug is not None and request.POST.get("slug") == ""
+
+
+def preview(schedule: Schedule, now: datetime) -> dict[str, Any]:
+    """A schedule's next five expected times, as the form and the schedule preview show them."""
+    times = expected_times(schedule, now)
+    return {
+        "description": describe(schedule),
+        "times": [moment.isoformat() for moment in times],
+        "shown": [f"{moment:%Y-%m-%d %H:%M} {moment.tzname()}" for moment in times],
+    }
 
 
 def _form_page(
@@ -106,9 +129,15 @@ def _form_page(
 ) -> HttpResponse:
     chosen = form.data.get("type") or (endpoint.type if endpoint else EndpointType.HTTP)
     types = type_help()
+    saved = None
+    if endpoint is not None and endpoint.type == EndpointType.HEARTBEAT:
+        saved = preview(schedule_of(endpoint.interval_seconds, endpoint.config), timezone.now())
+        saved["pairs"] = list(zip(saved["times"], saved["shown"], strict=True))
     context = {
         "form": form,
         "endpoint": endpoint,
+        "chosen": chosen,
+        "saved_schedule": saved,
         "projects": Project.objects.visible_to(page_user(request)).order_by("name"),
         "types": EndpointType.choices,
         "type_help": types,
@@ -128,6 +157,7 @@ def _initial(endpoint: Endpoint) -> dict[str, Any]:
         "name": endpoint.name,
         "type": endpoint.type,
         "target": endpoint.target_masked,
+        "slug": endpoint.slug or "",
         "interval_seconds": endpoint.interval_seconds,
         "timeout_seconds": endpoint.timeout_seconds,
         "failure_threshold": endpoint.failure_threshold,
@@ -182,11 +212,32 @@ def endpoint_edit(request: HttpRequest, endpoint_id: str) -> HttpResponse:
             partial=True,
             context={"request": request},
         )
+        if form.is_valid and _slug_cleared(request, endpoint):
+            form.validated["slug"] = None
         form.attempt(_update, endpoint=endpoint)
     if not form.is_valid:
         return _form_page(request, form, endpoint)
     messages.success(request, f"{endpoint.name} is saved.")
     return redirect("endpoint", endpoint_id=endpoint.pk)
+
+
+@member_required
+@require_GET
+def schedule_preview(request: HttpRequest) -> HttpResponse:
+    """The next five times a heartbeat schedule typed in the form expects a ping (nothing is
+    read or stored): `interval_seconds`, or `cron` with `timezone`; a 400 names bad fields."""
+    query = request.GET
+    try:
+        schedule = schedule_input(
+            interval_seconds=query.get("interval_seconds", ""),
+            cron=query.get("cron", ""),
+            timezone=query.get("timezone", ""),
+        )
+    except InvalidInput as exc:
+        body = problem(400, ErrorCode.VALIDATION_ERROR, "The schedule is not valid.")
+        body["errors"] = exc.errors
+        return JsonResponse(body, status=400, content_type=PROBLEM_CONTENT_TYPE)
+    return JsonResponse(preview(schedule, timezone.now()))
 
 
 def _update(*, endpoint: Endpoint, **validated: Any) -> Endpoint:

@@ -1,5 +1,6 @@
 // Small enhancements; every page works without them.
-// - [data-copy]: copies the text of the element it names to the clipboard.
+// - [data-copy]: copies the text of the element it names to the clipboard; such a button
+//   drawn `hidden` (the text is selectable without it) shows where copying works.
 // - form[data-confirm]: asks before submitting (pause, delete, revoke, remove).
 "use strict";
 
@@ -14,6 +15,10 @@ document.addEventListener("click", (event) => {
     setTimeout(() => { button.textContent = label; }, 2000);
   });
 });
+
+for (const button of document.querySelectorAll("[data-copy][hidden]")) {
+  if (navigator.clipboard) button.hidden = false;
+}
 
 document.addEventListener("submit", (event) => {
   const form = event.target.closest("form[data-confirm]");
