@@ -1,0 +1,174 @@
+"""What each probe kind accepts in `endpoint.config`, and its defaults.
+
+The stored config is the validated one with every default filled in, so probes read it as is
+and users see exactly what will be probed. Unknown options are refused, so a typo never
+passes silently.
+"""
+
+from collections.abc import Mapping
+from typing import Any
+
+from healthmon.errors import FieldErrors, InvalidInput
+from monitoring.heartbeats import (
+    DEFAULT_GRACE_SECONDS,
+    MIN_GRACE_SECONDS,
+    heartbeat_errors,
+)
+from monitoring.models import (
+    MAX_HEARTBEAT_SECONDS,
+    EndpointType,
+)
+from monitoring.schedules import Schedule, schedule_errors, schedule_of
+from monitoring.validation.options import (
+    UNKNOWN_OPTION,
+    Boolean,
+    Choice,
+    Headers,
+    Integer,
+    IntegerList,
+    Options,
+    Text,
+    merge_errors,
+)
+
+# Every kind accepts these; the kinds below add their own (stored in this order).
+_COMMON: Options = {
+    "degraded_threshold_ms": Integer(
+        minimum=1,
+        maximum=600_000,
+        nullable=True,
+        help="A successful check slower than this marks the endpoint degraded.",
+    ),
+}
+_TLS: Options = {
+    **_COMMON,
+    "verify_tls": Boolean(
+        default=lambda: True, help="Check the server's certificate (on by default)."
+    ),
+}
+_HTTP_BASED: Options = {**_TLS, "headers": Headers(help="Extra request headers.")}
+
+
+def _text(default: str = "", **rules: Any) -> Text:
+    return Text(default=lambda: default, **rules)
+
+
+OPTIONS: dict[str, Options] = {
+    EndpointType.HTTP: {
+        **_HTTP_BASED,
+        "method": Choice(choices=("GET", "HEAD", "POST"), default=lambda: "GET"),
+        "expected_status": IntegerList(
+            item=Integer(minimum=100, maximum=599),
+            max_items=50,
+            default=lambda: [200],
+            help="Status codes that count as up.",
+        ),
+        "body_contains": _text(max_length=1000, blank=True, trim=False),
+        "follow_redirects": Boolean(default=lambda: True, help="Up to 5 hops."),
+    },
+    EndpointType.GRAPHQL: {
+        **_HTTP_BASED,
+        "query": _text("{ __typename }", max_length=10_000),
+    },
+    EndpointType.GRPC: {
+        **_TLS,
+        "service": _text(max_length=200, blank=True, help="Empty: the whole server."),
+        "tls": Boolean(default=lambda: False, help="grpcs:// targets always use TLS."),
+    },
+    EndpointType.POSTGRESQL: _TLS,
+    EndpointType.MYSQL: _TLS,
+    EndpointType.REDIS: _TLS,
+    EndpointType.ELASTICSEARCH: {
+        **_HTTP_BASED,
+        "min_status": Choice(
+            choices=("green", "yellow", "red"),
+            default=lambda: "yellow",
+            help="The worst cluster status that still counts as up.",
+        ),
+    },
+    EndpointType.WEBSOCKET: {
+        **_HTTP_BASED,
+        "send": _text(
+            max_length=1000,
+            blank=True,
+            trim=False,
+            help="A text message to send; empty: a protocol-level ping.",
+        ),
+        "expect": _text(max_length=1000, blank=True, trim=False),
+    },
+    EndpointType.CUSTOM: _HTTP_BASED,
+    EndpointType.HEARTBEAT: {
+        "cron": _text(
+            max_length=200,
+            blank=True,
+            help="A 5-field cron expression; when given, it replaces the interval. "
+            "Empty: every interval.",
+        ),
+        "timezone": _text("UTC", max_length=64, help="The IANA time zone the cron runs in."),
+        "grace_seconds": Integer(
+            minimum=MIN_GRACE_SECONDS,
+            maximum=MAX_HEARTBEAT_SECONDS,
+            default=lambda: DEFAULT_GRACE_SECONDS,
+            help="How late a ping may be before the endpoint is down.",
+        ),
+        "min_run_seconds": Integer(
+            minimum=1,
+            maximum=MAX_HEARTBEAT_SECONDS,
+            nullable=True,
+            help="A run (start, then success) shorter than this is a failure.",
+        ),
+    },
+}
+
+
+def option_names(endpoint_type: str) -> frozenset[str]:
+    """The options a kind accepts."""
+    return frozenset(OPTIONS[endpoint_type])
+
+
+def validate_config(endpoint_type: str, config: Any) -> dict[str, Any]:
+    """The config with defaults filled in, or InvalidInput naming each bad option."""
+    if config is None:
+        raise InvalidInput("No data provided")
+    if not isinstance(config, Mapping):
+        raise InvalidInput(f"Invalid data. Expected a dictionary, but got {type(config).__name__}.")
+    options = OPTIONS[endpoint_type]
+    cleaned: dict[str, Any] = {}
+    errors: FieldErrors = {}
+    for name, option in options.items():
+        try:
+            cleaned[name] = option.clean(config[name]) if name in config else option.default()
+        except InvalidInput as exc:
+            merge_errors(errors, exc.nested(name).errors)
+    for name in sorted(set(config) - set(options)):
+        merge_errors(errors, InvalidInput(UNKNOWN_OPTION).nested(str(name)).errors)
+    if endpoint_type == EndpointType.HEARTBEAT and not errors:
+        schedule = {**cleaned, "cron": cleaned["cron"] or None}  # empty: the period
+        for key, messages in schedule_errors(schedule).items():
+            errors[key.removeprefix("config.")] = messages
+    if errors:
+        raise InvalidInput(errors)
+    return cleaned
+
+
+def schedule_input(*, interval_seconds: str, cron: str, timezone: str) -> Schedule:
+    """A heartbeat's schedule as the form holds it while being typed (a period, or a cron in
+    a zone), checked as a saved one would be: the form shows its next times before saving."""
+    errors: FieldErrors = {}
+    interval = 0
+    if not cron.strip():  # the period counts only without a cron
+        try:
+            interval = int(interval_seconds)
+        except ValueError:
+            errors["interval_seconds"] = ["A valid integer is required."]
+        else:
+            kind = {"type": EndpointType.HEARTBEAT}
+            errors.update(heartbeat_errors(kind, current_type=None, interval=interval))
+    typed = {"cron": cron.strip(), "timezone": timezone.strip() or "UTC"}
+    try:
+        config = validate_config(EndpointType.HEARTBEAT, typed)
+    except InvalidInput as exc:
+        errors.update(exc.errors)
+    if errors:
+        raise InvalidInput(errors)
+    return schedule_of(interval, config)
