@@ -210,7 +210,7 @@ class ProjectAdmin(admin.ModelAdmin):
     search_fields = ["name", "organization__name", "id", "=ping_key"]
     list_filter = ["created_at"]
     date_hierarchy = "created_at"
-    # The ping key changes only by rotation, through the API.
+    # The ping key changes only by rotation, through the API, which the audit log records.
     readonly_fields = ["id", "ping_key", "created_at"]
     autocomplete_fields = ["organization"]
 

@@ -301,6 +301,7 @@ def test_a_bodys_errors_stay_problem_json_when_text_is_asked_for(api, cast, hear
     assert_problem(api.as_user(cast.owner).get(url, **headers), 404, "not_found")
     assert_problem(api.as_user(None).get(url, **headers), 401, "not_authenticated")
 
+
 def test_a_cut_body_answers_its_first_100_kb(api, client, cast, heartbeat):
     client.post(slug_url(cast), data=b"x" * 200_000, content_type="text/plain")
     response = api.as_user(cast.owner).get(body_url(heartbeat, Ping.objects.get()))
