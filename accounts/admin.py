@@ -206,10 +206,12 @@ class UserAdmin(DjangoUserAdmin):
 class ProjectAdmin(admin.ModelAdmin):
     list_display = ["name", "organization", "endpoint_count", "member_count", "created_at"]
     list_select_related = ["organization"]
-    search_fields = ["name", "organization__name", "id"]
+    # A ping key finds the project behind a slug ping URL a user reports.
+    search_fields = ["name", "organization__name", "id", "=ping_key"]
     list_filter = ["created_at"]
     date_hierarchy = "created_at"
-    readonly_fields = ["id", "created_at"]
+    # The ping key changes only by rotation, through the API, which the audit log records.
+    readonly_fields = ["id", "ping_key", "created_at"]
     autocomplete_fields = ["organization"]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Project]:

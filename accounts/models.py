@@ -301,6 +301,7 @@ class AuditAction(models.TextChoices):
     MAINTENANCE_CREATED = "maintenance.created", "Maintenance window created"
     MAINTENANCE_UPDATED = "maintenance.updated", "Maintenance window changed"
     MAINTENANCE_DELETED = "maintenance.deleted", "Maintenance window deleted"
+    PING_KEY_ROTATED = "project.ping_key_rotated", "Ping key rotated"
 
 
 class AuditEventQuerySet(models.QuerySet["AuditEvent"]):

@@ -462,9 +462,18 @@ def project_rename(*, project: Project, name: str) -> Project:
 
 @transaction.atomic
 def project_rotate_ping_key(*, project: Project) -> Project:
-    """Give the project a new ping key: slug ping URLs with the old one stop working at once."""
+    """Give the project a new ping key: slug ping URLs with the old one stop working at once.
+
+    Recorded in the audit log, without either key: a rotation breaks every crontab that
+    pings the old one, so owners need to see who did it and when.
+    """
     project.ping_key = new_ping_key()
     project.save(update_fields=["ping_key"])
+    audit_record(
+        action=AuditAction.PING_KEY_ROTATED,
+        organization_id=project.organization_id,
+        target=project,
+    )
     return project
 
 

@@ -15,7 +15,16 @@ class RollupAdmin(admin.ModelAdmin):
     Deleting stays allowed: deleting an endpoint or organization here cascades to them.
     """
 
-    list_display = ["bucket", "endpoint", "count", "failures", "avg_ms", "min_ms", "max_ms"]
+    list_display = [
+        "bucket",
+        "endpoint",
+        "count",
+        "failures",
+        "timed",
+        "avg_ms",
+        "min_ms",
+        "max_ms",
+    ]
     list_select_related = ["endpoint"]
     list_filter = ["endpoint__type"]
     search_fields = ["=endpoint__id", "endpoint__name"]
@@ -29,9 +38,8 @@ class RollupAdmin(admin.ModelAdmin):
 
     @admin.display(description="Avg ms")
     def avg_ms(self, row: Rollup) -> str:
-        """Mean response time of the bucket's successful checks."""
-        successes = row.count - row.failures
-        return f"{row.sum_ms / successes:.1f}" if successes else "-"
+        """Mean response time of the bucket's successful checks that have a time."""
+        return f"{row.sum_ms / row.timed:.1f}" if row.timed else "-"
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         """Only ingest writes rollups."""

@@ -11,21 +11,26 @@ from analytics.rows import LatencyFigures
 
 @dataclass
 class Latency:
-    """What a set of checks adds up to; response-time figures cover successes only."""
+    """What a set of checks adds up to; response-time figures cover successes only, and of
+    those only the `timed` ones: a heartbeat ping with no paired start has no time."""
 
     count: int = 0
     failures: int = 0
+    timed: int = 0
     sum_ms: float = 0.0
     min_ms: float | None = None
     max_ms: float | None = None
     hist: list[int] = field(default_factory=lambda: [0] * histogram.SIZE)
 
-    def add(self, ok: bool, ms: float) -> None:
-        """Count one check; its time joins the latency figures if it succeeded."""
+    def add(self, ok: bool, ms: float | None) -> None:
+        """Count one check; its time joins the latency figures if it succeeded and has one."""
         self.count += 1
         if not ok:
             self.failures += 1
             return
+        if ms is None:
+            return
+        self.timed += 1
         self.sum_ms += ms
         self.min_ms = ms if self.min_ms is None else min(self.min_ms, ms)
         self.max_ms = ms if self.max_ms is None else max(self.max_ms, ms)
@@ -35,13 +40,20 @@ class Latency:
         """Add an aggregated rollup row; rows read without histograms leave them empty."""
         hist = [row[name] for name in histogram.FIELDS] if histogram.FIELDS[0] in row else ()
         self.merge_sums(
-            row["count"], row["failures"], row["sum_ms"], row["min_ms"], row["max_ms"], hist
+            row["count"],
+            row["failures"],
+            row["timed"],
+            row["sum_ms"],
+            row["min_ms"],
+            row["max_ms"],
+            hist,
         )
 
     def merge_sums(
         self,
         count: int | None,
         failures: int | None,
+        timed: int | None,
         sum_ms: float | None,
         low: float | None,
         high: float | None,
@@ -50,6 +62,7 @@ class Latency:
         """Add aggregated sums read as a tuple; rows read without histograms pass none."""
         self.count += count or 0
         self.failures += failures or 0
+        self.timed += timed or 0
         self.sum_ms += sum_ms or 0.0
         if low is not None:
             self.min_ms = low if self.min_ms is None else min(self.min_ms, low)
@@ -63,6 +76,11 @@ class Latency:
         """Checks that succeeded."""
         return self.count - self.failures
 
+    @property
+    def avg_ms(self) -> float | None:
+        """The mean response time of the timed successes; None when there is none."""
+        return round(self.sum_ms / self.timed, 3) if self.timed else None
+
     def percentile(self, q: float) -> float | None:
         """The q-th quantile of successful response times, from the histogram."""
         return histogram.percentile(self.hist, q, self.min_ms, self.max_ms)
@@ -75,7 +93,7 @@ class Latency:
             "failures": self.failures,
             "success_rate": rate(self.successes) if rate else None,
             "error_rate": rate(self.failures) if rate else None,
-            "avg_ms": round(self.sum_ms / self.successes, 3) if self.successes else None,
+            "avg_ms": self.avg_ms,
             "min_ms": self.min_ms,
             "max_ms": self.max_ms,
             "p50_ms": self.percentile(0.50),

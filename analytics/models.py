@@ -1,8 +1,8 @@
 """Rollups: per endpoint, per 5 minutes, hour and day, what its checks add up to.
 
-Every tier holds the same sums (checks, failures, and over successful checks the
-response-time sum, minimum, maximum and histogram), so any range is answered from the
-coarsest rows that tile it and percentiles survive the aggregation.
+Every tier holds the same sums (checks, failures, and over successful checks that have a
+time their count and the response-time sum, minimum, maximum and histogram), so any range
+is answered from the coarsest rows that tile it and percentiles survive the aggregation.
 """
 
 from datetime import datetime, timedelta
@@ -33,6 +33,8 @@ class Rollup(models.Model):
     bucket = models.DateTimeField(help_text="Start of the bucket (UTC).")
     count = models.PositiveIntegerField(default=0, help_text="Checks.")
     failures = models.PositiveIntegerField(default=0, help_text="Failed checks.")
+    # What `sum_ms` is divided by: a heartbeat ping with no paired start succeeds untimed.
+    timed = models.PositiveIntegerField(default=0, help_text="Successes with a response time.")
     sum_ms = models.FloatField(default=0.0, help_text="Response times of successes, summed.")
     min_ms = models.FloatField(null=True)
     max_ms = models.FloatField(null=True)

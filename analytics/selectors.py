@@ -35,14 +35,16 @@ from monitoring.models import (
 
 MONTH = timedelta(days=30).total_seconds()
 YEAR = timedelta(days=365).total_seconds()
-_SUMS = ("count", "failures", "sum_ms", *histogram.FIELDS)
+_SUMS = ("count", "failures", "timed", "sum_ms", *histogram.FIELDS)
 _AGGREGATES: dict[str, Any] = {
     **{name: Sum(name) for name in _SUMS},
     "min_ms": Min("min_ms"),
     "max_ms": Max("max_ms"),
 }
 # Without the 36 histogram columns: enough for averages, minima and maxima.
-_PLAIN = {name: _AGGREGATES[name] for name in ("count", "failures", "sum_ms", "min_ms", "max_ms")}
+_PLAIN = {
+    name: _AGGREGATES[name] for name in ("count", "failures", "timed", "sum_ms", "min_ms", "max_ms")
+}
 # The histogram of a row read without one: empty, and a tuple, so that adding to it fails
 # loudly rather than changing every such row at once.
 _NO_HIST: Any = (0,) * histogram.SIZE
@@ -59,10 +61,10 @@ def latency(
     ordered = sorted(tiles(window, now), key=lambda span: span[0].width)
     for tier, spans in itertools.groupby(ordered, key=lambda span: span[0]):
         chosen = [(start, end) for _, start, end in spans]
-        for endpoint_id, count, failures, sum_ms, low, high, *hist in _tier_sums(
+        for endpoint_id, count, failures, timed, sum_ms, low, high, *hist in _tier_sums(
             tier, list(owners), chosen, histograms
         ):
-            totals[owners[endpoint_id]].merge_sums(count, failures, sum_ms, low, high, hist)
+            totals[owners[endpoint_id]].merge_sums(count, failures, timed, sum_ms, low, high, hist)
     return totals
 
 
@@ -72,7 +74,7 @@ def _tier_sums(
     spans: Sequence[tuple[datetime, datetime]],
     histograms: bool,
 ) -> list[tuple[Any, ...]]:
-    """(endpoint id, count, failures, sum_ms, min_ms, max_ms, *histogram) per endpoint,
+    """(endpoint id, count, failures, timed, sum_ms, min_ms, max_ms, *histogram) per endpoint,
     summed over a tier's rows in the spans.
 
     Written as SQL: the ORM took three quarters of an analytics request's time building
@@ -84,7 +86,7 @@ def _tier_sums(
         return []
     ops = connection.ops
     id_field = tier._meta.get_field("endpoint").target_field
-    sums: tuple[str, ...] = ("count", "failures", "sum_ms", "min_ms", "max_ms")
+    sums: tuple[str, ...] = ("count", "failures", "timed", "sum_ms", "min_ms", "max_ms")
     sums += histogram.FIELDS if histograms else ()
     columns = ", ".join(_SQL_AGGREGATE[name].format(name) for name in sums)
     # Our own table and column names only; values are parameters.
@@ -190,11 +192,19 @@ def series(
         # One row per endpoint and bucket already: nothing to add up in the database, and
         # the rows are read as tuples (an overview's sparklines read thousands of them).
         names = (*_PLAIN, *(histogram.FIELDS if histograms else ()))
-        for endpoint_id, bucket, count, failures, sum_ms, low, high, *hist in found.values_list(
-            "endpoint_id", "bucket", *names
-        ).order_by():
+        for (
+            endpoint_id,
+            bucket,
+            count,
+            failures,
+            timed,
+            sum_ms,
+            low,
+            high,
+            *hist,
+        ) in found.values_list("endpoint_id", "bucket", *names).order_by():
             points[endpoint_id][bucket] = Latency(
-                count, failures, sum_ms, low, high, hist if histograms else _NO_HIST
+                count, failures, timed, sum_ms, low, high, hist if histograms else _NO_HIST
             )
         return points
     rows = found.values("endpoint_id", "bucket").order_by().annotate(**aggregates)
@@ -211,11 +221,10 @@ def series_points(
     empty = Latency()
     for start in buckets(window, width):
         stats = found.get(start) or empty
-        successes = stats.successes
         points.append(
             {
                 "t": start,
-                "avg_ms": round(stats.sum_ms / successes, 3) if successes else None,
+                "avg_ms": stats.avg_ms,
                 "min_ms": stats.min_ms,
                 "max_ms": stats.max_ms,
                 "p95_ms": stats.percentile(0.95),

@@ -17,7 +17,7 @@ from monitoring.models import CheckResult, Endpoint, time_ordered_uuid_floor
 
 
 def _sums_by_bucket(
-    tier: type[Rollup], checks: Iterable[tuple[UUID, datetime, bool, float]]
+    tier: type[Rollup], checks: Iterable[tuple[UUID, datetime, bool, float | None]]
 ) -> dict[tuple[UUID, datetime], Latency]:
     rows: dict[tuple[UUID, datetime], Latency] = {}
     for endpoint_id, checked_at, ok, ms in checks:
@@ -26,12 +26,12 @@ def _sums_by_bucket(
     return rows
 
 
-_COLUMNS = ("endpoint_id", "bucket", "count", "failures", "sum_ms", "min_ms", "max_ms")
+_COLUMNS = ("endpoint_id", "bucket", "count", "failures", "timed", "sum_ms", "min_ms", "max_ms")
 
 
 # PostgreSQL types of the columns, for the one-statement form that takes a column of
 # values per parameter (unnest).
-_ARRAY_TYPES = ("uuid", "timestamptz", "int", "int", "float8", "float8", "float8") + (
+_ARRAY_TYPES = ("uuid", "timestamptz", "int", "int", "int", "float8", "float8", "float8") + (
     "int",
 ) * histogram.SIZE
 
@@ -50,7 +50,7 @@ def _upsert_sql(tier: type[Rollup], *, replace: bool, arrays: bool = False) -> s
     if replace:
         updates = [f"{name} = EXCLUDED.{name}" for name in columns[2:]]
     else:
-        additive = ("count", "failures", "sum_ms", *histogram.FIELDS)
+        additive = ("count", "failures", "timed", "sum_ms", *histogram.FIELDS)
         updates = [f"{name} = {table}.{name} + EXCLUDED.{name}" for name in additive]
         for name, pick in (("min_ms", least), ("max_ms", greatest)):
             # NULL (no success yet) on either side leaves the other.
@@ -77,6 +77,7 @@ def _write(
             bucket_field.get_db_prep_value(bucket, connection),
             sums.count,
             sums.failures,
+            sums.timed,
             sums.sum_ms,
             sums.min_ms,
             sums.max_ms,

@@ -211,9 +211,10 @@ def stored_checks_sql(fields: Sequence[str]) -> str:
     RETURNING endpoint_id, checked_at, ok, response_time_ms
 )
 INSERT INTO analytics_rollup_5m AS r
-    (endpoint_id, bucket, count, failures, sum_ms, min_ms, max_ms, {columns})
+    (endpoint_id, bucket, count, failures, timed, sum_ms, min_ms, max_ms, {columns})
 SELECT endpoint_id, date_bin('5 minutes', checked_at, TIMESTAMPTZ 'epoch'),
        count(*), count(*) FILTER (WHERE NOT ok),
+       count(*) FILTER (WHERE ok AND response_time_ms IS NOT NULL),
        coalesce(sum(response_time_ms) FILTER (WHERE ok), 0),
        min(response_time_ms) FILTER (WHERE ok), max(response_time_ms) FILTER (WHERE ok),
        {counts}
@@ -224,7 +225,7 @@ FROM (
 GROUP BY 1, 2
 ON CONFLICT (endpoint_id, bucket) DO UPDATE SET
     count = r.count + EXCLUDED.count, failures = r.failures + EXCLUDED.failures,
-    sum_ms = r.sum_ms + EXCLUDED.sum_ms,
+    timed = r.timed + EXCLUDED.timed, sum_ms = r.sum_ms + EXCLUDED.sum_ms,
     min_ms = LEAST(r.min_ms, EXCLUDED.min_ms), max_ms = GREATEST(r.max_ms, EXCLUDED.max_ms),
     {updates}
 """
@@ -295,13 +296,13 @@ def write_raw_day(
 
 
 def _sum_columns(fields: Sequence[str], prefix: str = "") -> str:
-    names = ("count", "failures", "sum_ms", *fields)
+    names = ("count", "failures", "timed", "sum_ms", *fields)
     sums = ", ".join(f"sum({prefix}{name}) AS {name}" for name in names)
     return f"{sums}, min({prefix}min_ms) AS min_ms, max({prefix}max_ms) AS max_ms"
 
 
 def _columns(fields: Sequence[str]) -> str:
-    return ", ".join(("count", "failures", "sum_ms", *fields, "min_ms", "max_ms"))
+    return ", ".join(("count", "failures", "timed", "sum_ms", *fields, "min_ms", "max_ms"))
 
 
 def hours_from_five_minutes(conn: psycopg.Connection, fields: Sequence[str]) -> None:

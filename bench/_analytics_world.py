@@ -183,7 +183,7 @@ def verify_rollups(world: World, sample: int = 40) -> int:
     rng = random.Random(1)
     ids = [e.pk for e in rng.sample(world.endpoints, min(sample, len(world.endpoints)))]
     first_hour = world.start.replace(minute=0, second=0, microsecond=0)
-    columns = ["count", "failures", "sum_ms", "min_ms", "max_ms", *histogram.FIELDS]
+    columns = ["count", "failures", "sum_ms", "min_ms", "max_ms", *histogram.FIELDS, "timed"]
 
     def snapshot() -> dict:
         return {

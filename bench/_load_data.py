@@ -158,11 +158,11 @@ FROM (
 
 
 def _columns(fields: Sequence[str]) -> str:
-    return ", ".join(("count", "failures", "sum_ms", *fields, "min_ms", "max_ms"))
+    return ", ".join(("count", "failures", "timed", "sum_ms", *fields, "min_ms", "max_ms"))
 
 
 def _sums(fields: Sequence[str]) -> str:
-    sums = ", ".join(f"sum({name})" for name in ("count", "failures", "sum_ms", *fields))
+    sums = ", ".join(f"sum({name})" for name in ("count", "failures", "timed", "sum_ms", *fields))
     return f"{sums}, min(min_ms), max(max_ms)"
 
 

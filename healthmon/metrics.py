@@ -70,11 +70,13 @@ METHODS = {"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"}  # any ot
 UNMATCHED = "unmatched"  # a 404 outside every route: one label, not one per URL tried
 
 
-def checks_observed(*, kinds: Sequence[tuple[str, bool, float]]) -> None:
-    """Count stored checks, given as (endpoint type, ok, response time in ms)."""
+def checks_observed(*, kinds: Sequence[tuple[str, bool, float | None]]) -> None:
+    """Count stored checks, given as (endpoint type, ok, response time in ms or None);
+    a check with no time counts but adds nothing to the duration histogram."""
     for kind, ok, response_time_ms in kinds:
         CHECKS.labels(type=kind, result="ok" if ok else "failed").inc()
-        CHECK_DURATION.labels(type=kind).observe(max(response_time_ms, 0.0) / 1000)
+        if response_time_ms is not None:
+            CHECK_DURATION.labels(type=kind).observe(max(response_time_ms, 0.0) / 1000)
 
 
 def dispatch_observed(*, claimed: int, lag_seconds: float) -> None:

@@ -277,6 +277,8 @@ def _status_after(
     if not result.ok:
         return endpoint.status  # a failure not yet confirmed changes nothing
     slow = endpoint.config_masked.get("degraded_threshold_ms")
-    if slow is not None and result.response_time_ms > slow:
+    # A check with no time (a heartbeat ping without a start) is never slow.
+    timed = result.response_time_ms
+    if slow is not None and timed is not None and timed > slow:
         return EndpointStatus.DEGRADED
     return EndpointStatus.UP

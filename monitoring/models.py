@@ -249,7 +249,8 @@ class CheckResult(models.Model):
     scheduled_for = models.DateTimeField()
     checked_at = models.DateTimeField()
     ok = models.BooleanField()
-    response_time_ms = models.FloatField()
+    # Null when nothing was timed: a heartbeat ping with no paired start, a missed deadline.
+    response_time_ms = models.FloatField(null=True, blank=True)
     status_detail = models.CharField(max_length=200, blank=True)
     # `error` is one of the probe kind's fixed phrases (monitoring/probes/phrases.py);
     # `error_detail` what the driver or server said, masked. The database default lets

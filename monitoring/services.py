@@ -41,6 +41,10 @@ _FRESH_STREAK: dict[str, Any] = {
     "streak_started_at": None,
     "streak_error": "",
 }
+# A paused or resumed heartbeat has no deadline: a resumed one is pending until its next
+# ping, as a new one is (healthchecks makes a resumed check "new" the same way), so a
+# deadline from before the pause can never fire or be mistaken for a current one.
+_NO_DEADLINES: dict[str, Any] = {"late_after": None, "alert_after": None}
 
 # A change to any of these makes the endpoint due at once, so the user sees its effect.
 _PROBE_FIELDS = frozenset(
@@ -255,7 +259,8 @@ def _start_over(endpoint: Endpoint, now: datetime) -> set[str]:
     endpoint.streak_started_at = None
     endpoint.streak_error = ""
     endpoint.detected_type = ""
-    return {"status", "detected_type", *_FRESH_STREAK}
+    endpoint.late_after = endpoint.alert_after = None
+    return {"status", "detected_type", *_FRESH_STREAK, *_NO_DEADLINES}
 
 
 def _resting_status(enabled: bool) -> str:
@@ -300,6 +305,7 @@ def endpoints_set_enabled(*, endpoints: QuerySet[Endpoint], enabled: bool) -> in
         updated_at=now,
         detected_type="",
         **_FRESH_STREAK,
+        **_NO_DEADLINES,
     )
 
 

@@ -241,8 +241,7 @@ def _outcome(endpoint: Endpoint, ping: Ping) -> CheckOutcome:
         shortest = endpoint.config.get("min_run_seconds")
         if shortest is not None and duration_ms is not None and duration_ms < shortest * 1000:
             error = TOO_FAST
-    # The check column is not nullable: a ping with no paired start took 0 ms.
-    result = ProbeResult(ok=not error, response_time_ms=duration_ms or 0.0, error=error)
+    result = ProbeResult(ok=not error, response_time_ms=duration_ms, error=error)
     return CheckOutcome(endpoint.pk, ping.received_at, ping.received_at, result)
 
 
@@ -286,7 +285,7 @@ def heartbeat_deadlines_run(*, now: datetime) -> tuple[int, int]:
         overdue = heartbeats_claim_overdue(now=now)
         checks_record(
             outcomes=[
-                CheckOutcome(pk, deadline, deadline, ProbeResult(False, 0.0, error=cause))
+                CheckOutcome(pk, deadline, deadline, ProbeResult(False, None, error=cause))
                 for pk, deadline, cause in overdue
             ]
         )

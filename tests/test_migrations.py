@@ -144,3 +144,36 @@ def test_the_move_to_the_alerts_app_keeps_every_row_link_and_content_type(before
         ContentType.objects.get_for_model(NotificationChannel).pk
         == relabelled["notificationchannel"]
     )
+
+
+@pytest.fixture
+def before_timed_rollups(transactional_db: None) -> Iterator[Any]:
+    """The database before rollups counted their timed checks; the latest again after."""
+    try:
+        yield migrate([("analytics", "0002_drop_rollup_bucket_indexes")])
+    finally:
+        migrate(latest())
+    assert MigrationExecutor(connection).migration_plan(latest()) == []
+
+
+def test_stored_rollups_count_their_successes_as_timed(before_timed_rollups):
+    from analytics.models import DayRollup, FiveMinuteRollup, HourRollup
+
+    organization = before_timed_rollups.get_model("accounts", "Organization").objects.create(
+        name="Acme"
+    )
+    project = before_timed_rollups.get_model("accounts", "Project").objects.create(
+        organization=organization, name="Shop"
+    )
+    endpoint = before_timed_rollups.get_model("monitoring", "Endpoint").objects.create(
+        project=project, name="Checkout", type="http", target="https://shop.test/health"
+    )
+    for name in ("FiveMinuteRollup", "HourRollup", "DayRollup"):
+        before_timed_rollups.get_model("analytics", name).objects.create(
+            endpoint_id=endpoint.pk, bucket=T0, count=12, failures=2, sum_ms=1000.0
+        )
+
+    migrate(latest())
+
+    for tier in (FiveMinuteRollup, HourRollup, DayRollup):
+        assert list(tier.objects.values_list("count", "failures", "timed")) == [(12, 2, 10)]

@@ -152,6 +152,14 @@ class ProblemJSONRenderer(renderers.JSONRenderer):
     media_type = PROBLEM_CONTENT_TYPE
 
 
+class PlainTextRenderer(renderers.JSONRenderer):
+    """Lets clients that ask for `text/plain` reach a view that answers text itself (a
+    plain `HttpResponse`, which is never rendered). All it renders are that view's errors:
+    as problem+json, whatever was asked, like every other error of the API."""
+
+    media_type = "text/plain"
+
+
 # No request of this API nests deeper than 4 levels. Code that walks a body (DRF's error
 # details, restoring masked secrets) recurses, so the few hundred the parser allows crash it.
 MAX_JSON_DEPTH = 32

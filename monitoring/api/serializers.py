@@ -244,6 +244,10 @@ class CheckResultSerializer(serializers.ModelSerializer[CheckResult]):
         ]
         read_only_fields = fields
         extra_kwargs = {
+            "response_time_ms": {
+                "help_text": "How long the check took; for a heartbeat, the run's duration when "
+                "a start ping was paired, else null."
+            },
             "error": {
                 "help_text": "Why the check failed, one of the probe kind's short fixed phrases "
                 "(`connection refused`, `HTTP 503`, `authentication failed`); empty when ok."

@@ -16,12 +16,14 @@ from drf_spectacular.utils import (
 from rest_framework import permissions, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
+from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.serializers import BaseSerializer
 
 from accounts.permissions import caller
 from apikeys.models import Scope
+from healthmon.api.errors import PlainTextRenderer, ProblemJSONRenderer
 from monitoring import services
 from monitoring.access import access_endpoint, access_incident, access_ping
 from monitoring.api.filters import CheckFilter, EndpointFilter, IncidentFilter
@@ -169,6 +171,8 @@ class EndpointViewSet(viewsets.ModelViewSet):
         methods=["get"],
         url_path=r"pings/(?P<ping_id>[^/.]+)/body",
         filterset_class=None,
+        # JSON first: with no Accept (or */*) an error is negotiated as JSON.
+        renderer_classes=[JSONRenderer, ProblemJSONRenderer, PlainTextRenderer],
     )
     def ping_body(self, request: Request, pk: str, ping_id: str) -> HttpResponse:
         """The stored body of one of the endpoint's pings (the first 100 kB when cut)."""

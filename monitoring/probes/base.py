@@ -63,7 +63,7 @@ class ProbeResult:
     """The result of one check, ready to store."""
 
     ok: bool
-    response_time_ms: float
+    response_time_ms: float | None  # None: nothing was timed (a heartbeat ping with no start)
     status_detail: str = ""
     error: str = ""
     detected_type: str = ""

@@ -106,3 +106,26 @@ def test_the_admin_cannot_demote_the_last_owner(staff_client, cast):
     assert response.status_code == 200
     assert "last owner" in response.content.decode()
     assert User.objects.get(pk=cast.owner.pk).role == Role.OWNER
+
+
+def test_project_page_shows_the_ping_key_read_only(staff_client, cast):
+    url = reverse("admin:accounts_project_change", args=[cast.project.pk])
+
+    page = staff_client.get(url).content.decode()
+    staff_client.post(url, {"name": "Renamed", "organization": cast.org.pk, "ping_key": "x"})
+
+    assert cast.project.ping_key in page
+    assert 'name="ping_key"' not in page  # shown, not an input
+    cast.project.refresh_from_db()
+    assert cast.project.name == "Renamed"
+    assert cast.project.ping_key != "x"
+
+
+def test_a_project_is_found_by_its_ping_key(staff_client, cast):
+    other = Project.objects.create(organization=cast.org, name="Other")
+    url = reverse("admin:accounts_project_changelist")
+
+    page = staff_client.get(url, {"q": cast.project.ping_key}).content.decode()
+
+    assert reverse("admin:accounts_project_change", args=[cast.project.pk]) in page
+    assert reverse("admin:accounts_project_change", args=[other.pk]) not in page

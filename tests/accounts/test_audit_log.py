@@ -168,6 +168,28 @@ def test_endpoints_are_recorded_when_created_and_deleted_also_through_a_key(api,
     assert (gone.target_id, gone.organization_id) == (created["id"], cast.org.id)
 
 
+def test_a_ping_key_rotation_is_recorded_without_either_key(api, cast):
+    old_key = cast.project.ping_key
+    url = f"/api/v1/projects/{cast.project.id}/rotate-ping-key"
+    api.as_user(cast.member).post(url, **CLIENT)  # refused: nothing to record
+    new_key = api.as_user(cast.admin).post(url, **CLIENT).json()["ping_key"]
+
+    rotated = only(AuditAction.PING_KEY_ROTATED)
+    assert (rotated.actor, rotated.organization_id, rotated.ip) == (
+        cast.admin,
+        cast.org.id,
+        "203.0.113.9",
+    )
+    assert (rotated.target_type, rotated.target_id) == ("project", str(cast.project.id))
+    assert rotated.details == {}
+    served = api.as_user(cast.owner).get(LOG, {"action": "project.ping_key_rotated"})
+    assert served.json()["count"] == 1
+    stored = json.dumps(list(AuditEvent.objects.values()), default=str)
+    for key in (old_key, new_key):
+        assert key not in stored
+        assert key not in served.content.decode()
+
+
 def test_the_pages_record_like_the_api(client, cast, make_endpoint):
     client.post("/login", {"email": "owner@acme.test", "password": PASSWORD}, **CLIENT)
     endpoint = make_endpoint(cast.project)

@@ -103,6 +103,27 @@ def test_metrics_count_the_checks_a_run_stored(settings, cast, make_endpoint, ht
 
 
 @pytest.mark.django_db
+def test_metrics_count_untimed_heartbeat_checks_but_time_only_runs(
+    cast, make_endpoint, django_capture_on_commit_callbacks
+):
+    heartbeat = make_endpoint(cast.project, type="heartbeat", target="")
+    client = Client()
+    before = _samples(client)
+
+    with django_capture_on_commit_callbacks(execute=True):
+        assert client.get(f"/ping/{heartbeat.ping_key}").content == b"OK"  # no start: untimed
+        client.get(f"/ping/{heartbeat.ping_key}/start")
+        client.get(f"/ping/{heartbeat.ping_key}")
+    after = _samples(client)
+
+    assert _changed(before, after, "healthmon_checks_total") == {
+        (("result", "ok"), ("type", "heartbeat")): 2
+    }
+    durations = _changed(before, after, "healthmon_check_duration_seconds_count")
+    assert durations == {(("type", "heartbeat"),): 1}
+
+
+@pytest.mark.django_db
 def test_metrics_sum_what_every_process_recorded(cast):
     client = Client()
     before = _samples(client)

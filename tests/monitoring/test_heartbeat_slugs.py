@@ -279,6 +279,29 @@ def test_a_pings_body_is_answered_as_plain_text(api, client, cast, heartbeat, ro
     assert response.content.decode() == text
 
 
+@pytest.mark.parametrize(
+    "accept", ["text/plain", "text/*", "*/*", "text/plain, */*;q=0.1", "application/json", None]
+)
+def test_a_body_is_text_whatever_a_client_accepts(api, client, cast, heartbeat, accept):
+    client.post(slug_url(cast), data="done", content_type="text/plain")
+    headers = {"HTTP_ACCEPT": accept} if accept else {}
+
+    response = api.as_user(cast.member).get(body_url(heartbeat, Ping.objects.get()), **headers)
+
+    assert response.status_code == 200
+    assert response["Content-Type"] == "text/plain; charset=utf-8"
+    assert response.content == b"done"
+
+
+@pytest.mark.parametrize("accept", ["text/plain", "*/*", None])
+def test_a_bodys_errors_stay_problem_json_when_text_is_asked_for(api, cast, heartbeat, accept):
+    headers = {"HTTP_ACCEPT": accept} if accept else {}
+    url = f"/api/v1/endpoints/{heartbeat.id}/pings/{uuid4()}/body"
+
+    assert_problem(api.as_user(cast.owner).get(url, **headers), 404, "not_found")
+    assert_problem(api.as_user(None).get(url, **headers), 401, "not_authenticated")
+
+
 def test_a_cut_body_answers_its_first_100_kb(api, client, cast, heartbeat):
     client.post(slug_url(cast), data=b"x" * 200_000, content_type="text/plain")
     response = api.as_user(cast.owner).get(body_url(heartbeat, Ping.objects.get()))

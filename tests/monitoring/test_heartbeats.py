@@ -189,7 +189,7 @@ def test_a_ping_by_any_method_is_ok_and_stored_as_a_check(client, heartbeat, met
     assert (stored.kind, stored.method, stored.user_agent) == ("success", method.upper(), "curl/8")
     assert stored.client_ip == "127.0.0.1"
     check = CheckResult.objects.get()
-    assert (check.ok, check.checked_at, check.response_time_ms) == (True, T0, 0.0)
+    assert (check.ok, check.checked_at, check.response_time_ms) == (True, T0, None)
     heartbeat.refresh_from_db()
     assert heartbeat.status == EndpointStatus.UP
     assert heartbeat.late_after == T0 + timedelta(seconds=60)
@@ -498,6 +498,43 @@ def test_a_ping_to_a_paused_heartbeat_is_stored_but_moves_nothing(api, cast, cli
     assert Ping.objects.count() == 1
     assert not CheckResult.objects.exists()
     assert not Incident.objects.exists()
+
+
+@pytest.mark.parametrize("how", ["action", "patch"])
+def test_a_paused_heartbeat_keeps_no_deadline_and_is_pending_when_resumed(
+    api, cast, client, heartbeat, how
+):
+    def toggle(enabled, at):
+        with time_machine.travel(at, tick=False):
+            url = f"/api/v1/endpoints/{heartbeat.id}"
+            if how == "action":
+                response = api.as_user(cast.owner).post(f"{url}/{'resume' if enabled else 'pause'}")
+            else:
+                response = api.as_user(cast.owner).patch(url, {"enabled": enabled}, format="json")
+        assert response.status_code == 200, response.content
+        heartbeat.refresh_from_db()
+
+    ping(client, heartbeat, at=T0)
+    heartbeat_deadlines_run(now=T0 + timedelta(seconds=90))  # late, inside its grace
+    toggle(False, T0 + timedelta(seconds=100))
+    assert (heartbeat.status, heartbeat.late_after, heartbeat.alert_after) == ("paused", None, None)
+
+    resumed = T0 + timedelta(hours=1)
+    toggle(True, resumed)
+    assert (heartbeat.status, heartbeat.late_after, heartbeat.alert_after) == (
+        "pending",
+        None,
+        None,
+    )
+    heartbeat_deadlines_run(now=resumed + timedelta(days=1))
+    heartbeat.refresh_from_db()
+    assert heartbeat.status == EndpointStatus.PENDING
+    assert not Incident.objects.exists()
+
+    ping(client, heartbeat, at=resumed + timedelta(minutes=5))
+    heartbeat.refresh_from_db()
+    assert heartbeat.status == EndpointStatus.UP
+    assert heartbeat.late_after == resumed + timedelta(minutes=6)
 
 
 # --- The pings API --------------------------------------------------------------------------
