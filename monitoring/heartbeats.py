@@ -118,32 +118,40 @@ def _no_pending_pings(table: str) -> str:
 
 
 def heartbeats_flip_late(*, now: datetime) -> list[UUID]:
-    """Move up heartbeats past their period to late, once each; their ids.
+    """Move heartbeats past their period to late, once each; their ids. Up ones, and
+    pending ones whose first run started and has not ended (a start set their deadlines).
 
-    One conditional UPDATE: a second loop finds them late already and moves nothing. Late
-    is no downtime and opens nothing; the move is recorded as history. Call it inside a
-    transaction, which holds the rows until the history is written.
+    One conditional UPDATE per status left: a second loop finds them late already and moves
+    nothing. Late is no downtime and opens nothing; the move is recorded as history. Call it
+    inside a transaction, which holds the rows until the history is written.
     """
     table = connection.ops.quote_name(Endpoint._meta.db_table)
-    ids = _returning_ids(
-        f"UPDATE {table} SET status = %s "  # noqa: S608 - the table name is ours
-        "WHERE type = %s AND enabled = %s AND status = %s AND late_after <= %s "
-        f"AND {_no_pending_pings(table)} RETURNING id",
-        [EndpointStatus.LATE, EndpointType.HEARTBEAT, True, EndpointStatus.UP, _adapt(now), True],
-    )
-    rows = Endpoint.objects.filter(pk__in=ids).values_list("id", "late_after", "last_checked_at")
-    started = _open_starts(ids)
-    StatusChange.objects.bulk_create(
-        StatusChange(
-            endpoint_id=pk,
-            changed_at=late_after or now,
-            from_status=EndpointStatus.UP,
-            to_status=EndpointStatus.LATE,
-            reason=overdue_cause(last, started.get(pk)),
+    changes = []
+    flipped: list[UUID] = []
+    for status in (EndpointStatus.UP, EndpointStatus.PENDING):
+        ids = _returning_ids(
+            f"UPDATE {table} SET status = %s "  # noqa: S608 - the table name is ours
+            "WHERE type = %s AND enabled = %s AND status = %s AND late_after <= %s "
+            f"AND {_no_pending_pings(table)} RETURNING id",
+            [EndpointStatus.LATE, EndpointType.HEARTBEAT, True, status, _adapt(now), True],
         )
-        for pk, late_after, last in rows
-    )
-    return ids
+        rows = Endpoint.objects.filter(pk__in=ids).values_list(
+            "id", "late_after", "last_checked_at"
+        )
+        started = _open_starts(ids)
+        changes += [
+            StatusChange(
+                endpoint_id=pk,
+                changed_at=late_after or now,
+                from_status=status,
+                to_status=EndpointStatus.LATE,
+                reason=overdue_cause(last, started.get(pk)),
+            )
+            for pk, late_after, last in rows
+        ]
+        flipped += ids
+    StatusChange.objects.bulk_create(changes)
+    return flipped
 
 
 def heartbeats_claim_overdue(*, now: datetime) -> list[tuple[UUID, datetime, str]]:

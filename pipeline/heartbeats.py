@@ -191,13 +191,17 @@ class _Runs:
                 success=latest(PingKind.SUCCESS),
                 fail=latest(PingKind.FAIL),
             )
-            .values_list("pk", "start", "success", "fail")
+            .values_list("pk", "start", "success", "fail", "watch_started_at")
         )
         self._open: dict[UUID, datetime] = {}  # the start of each heartbeat's open run
         self.latest: dict[UUID, datetime] = {}  # each heartbeat's latest ping processed
-        for pk, start, success, fail in rows:
+        # A run begun before the heartbeat was last resumed is no run of the present watch.
+        self._since: dict[UUID, datetime | None] = {}
+        for pk, start, success, fail, since in rows:
+            self._since[pk] = since
             ends = [end for end in (success, fail) if end is not None]
-            if start is not None and (not ends or start > max(ends)):
+            watched = start is not None and (since is None or start >= since)
+            if watched and (not ends or start > max(ends)):
                 self._open[pk] = start
             if times := [t for t in (start, success, fail) if t is not None]:
                 self.latest[pk] = max(times)
@@ -213,13 +217,14 @@ class _Runs:
         """The run's duration in milliseconds; None when it has no start."""
         started = self._open.pop(ping.endpoint_id, None)
         if ping.rid is not None:
-            started = self._by_rid.get((ping.endpoint_id, ping.rid)) or self._started(ping)
+            since = self._since.get(ping.endpoint_id)
+            started = self._by_rid.get((ping.endpoint_id, ping.rid)) or self._started(ping, since)
         if started is None:
             return None
         return (ping.received_at - started).total_seconds() * 1000
 
     @staticmethod
-    def _started(ping: Ping) -> datetime | None:
+    def _started(ping: Ping, since: datetime | None) -> datetime | None:
         starts = Ping.objects.filter(
             endpoint_id=ping.endpoint_id,
             kind=PingKind.START,
@@ -227,6 +232,8 @@ class _Runs:
             pending=False,
             received_at__lte=ping.received_at,
         )
+        if since is not None:
+            starts = starts.filter(received_at__gte=since)
         return starts.order_by("-received_at").values_list("received_at", flat=True).first()
 
 

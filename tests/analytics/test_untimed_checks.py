@@ -8,6 +8,7 @@ import pytest
 import time_machine
 
 from monitoring.models import CheckResult, Endpoint, EndpointStatus
+from pipeline.heartbeats import heartbeat_deadlines_run
 from tests.analytics.conftest import figures
 from tests.helpers import iso
 
@@ -36,8 +37,11 @@ def heartbeat(api, cast):
 
 
 def ping(client, endpoint, suffix, at):
+    """A ping at `at`, then the deadline loop's run at that moment, which processes the
+    pings of an `up` heartbeat (stored by the route, turned into checks by the loop)."""
     with time_machine.travel(at, tick=False):
         assert client.get(f"/ping/{endpoint.ping_key}{suffix}").status_code == 200
+    heartbeat_deadlines_run(now=at)
 
 
 @pytest.fixture

@@ -151,11 +151,6 @@ def test_the_compare_page_and_the_lists_show_the_heartbeat_late(
     ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a success ping with no start is stored as a 0 ms check, so it drags the run "
-    "durations' avg and min down (the contract: response_time_ms null when unpaired)",
-)
 def test_a_success_ping_with_no_start_adds_no_response_time(
     api, cast, make_heartbeat, send_ping, at_now
 ):

@@ -13,6 +13,7 @@ from django.db import connections, transaction
 
 from monitoring.heartbeats import heartbeats_claim_overdue, heartbeats_flip_late
 from monitoring.models import CheckResult, Endpoint, EndpointStatus, Incident, Ping
+from monitoring.services import endpoints_set_enabled
 from pipeline.heartbeats import heartbeat_deadlines_run, pings_process
 
 T0 = datetime(2030, 1, 1, 12, 0, tzinfo=UTC)
@@ -263,3 +264,46 @@ def test_a_too_short_run_of_an_up_heartbeat_fails_when_the_loop_processes_it(api
         "finished too fast",
         T0 + timedelta(seconds=12),
     )
+
+
+def test_a_first_run_that_never_ends_goes_late_then_down(api, cast):
+    body = {
+        "project": str(cast.project.id),
+        "name": "First import",
+        "type": "heartbeat",
+        "interval_seconds": 3600,
+        "config": {"grace_seconds": 60},
+    }
+    with time_machine.travel(T0, tick=False):
+        created = api.as_user(cast.owner).post("/api/v1/endpoints", body, format="json")
+    endpoint = Endpoint.objects.get(pk=created.json()["id"])
+    ping(api, endpoint, "/start", at=T0)  # pending: its first ping is a start
+
+    assert heartbeat_deadlines_run(now=T0 + timedelta(seconds=59)) == (0, 0)
+    assert heartbeat_deadlines_run(now=T0 + timedelta(seconds=60)) == (1, 1)
+
+    endpoint.refresh_from_db()
+    assert endpoint.status == EndpointStatus.DOWN
+    assert Incident.objects.get().cause == "started at 2030-01-01 12:00:00 UTC, never finished"
+    moves = endpoint.status_changes.order_by("changed_at", "id")
+    assert list(moves.values_list("from_status", "to_status"))[-2:] == [
+        ("pending", "late"),
+        ("late", "down"),
+    ]
+
+
+def test_a_start_before_a_pause_times_no_run_after_the_resume(api, heartbeat):
+    ping(api, heartbeat, "/start", at=T0 + timedelta(seconds=10))
+    heartbeat_deadlines_run(now=T0 + timedelta(seconds=11))
+    this = Endpoint.objects.filter(pk=heartbeat.pk)
+    for seconds, enabled in ((20, False), (30, True)):
+        with time_machine.travel(T0 + timedelta(seconds=seconds), tick=False):
+            endpoints_set_enabled(endpoints=this, enabled=enabled)
+    ping(api, heartbeat, at=T0 + timedelta(seconds=35))  # its first ping since: processed now
+
+    ping(api, heartbeat, at=T0 + timedelta(seconds=40))
+    heartbeat_deadlines_run(now=T0 + timedelta(seconds=41))
+
+    end = Ping.objects.get(received_at=T0 + timedelta(seconds=35))
+    assert end.duration_ms is None
+    assert CheckResult.objects.get(checked_at=end.received_at).response_time_ms is None
