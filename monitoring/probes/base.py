@@ -15,6 +15,7 @@ from aiohttp.http_exceptions import HttpProcessingError
 from django.conf import settings
 
 from monitoring.probes import phrases
+from monitoring.probes.certificates import PeerCertificate
 from monitoring.probes.network import (
     NOT_ALLOWED,
     PolicyResolver,
@@ -56,6 +57,7 @@ class Outcome:
     status_detail: str = ""
     error: str = ""
     detected_type: str = ""
+    certificate: PeerCertificate | None = None  # the server's, when a handshake completed
 
 
 @dataclass(frozen=True)
@@ -69,6 +71,7 @@ class ProbeResult:
     detected_type: str = ""
     started_at: float = 0.0  # Unix time the check began
     error_detail: str = ""  # what the driver or server said, masked: `error` is a phrase
+    certificate: PeerCertificate | None = None
 
 
 class ProbeFailed(Exception):
@@ -76,13 +79,20 @@ class ProbeFailed(Exception):
     phrases (`phrases.py`), `detail` what the driver or server said (masked later)."""
 
     def __init__(
-        self, error: str, status_detail: str = "", detected_type: str = "", *, detail: str = ""
+        self,
+        error: str,
+        status_detail: str = "",
+        detected_type: str = "",
+        *,
+        detail: str = "",
+        certificate: PeerCertificate | None = None,
     ) -> None:
         super().__init__(error)
         self.error = error
         self.status_detail = status_detail
         self.detected_type = detected_type
         self.detail = detail
+        self.certificate = certificate  # an expired one, say: still worth recording
 
 
 def tls_context(verify: bool) -> ssl.SSLContext:

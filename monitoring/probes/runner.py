@@ -24,12 +24,15 @@ async def run_probe(task: ProbeTask, context: ProbeContext) -> ProbeResult:
     """Run one check; its timeout covers the whole exchange, DNS to the last byte."""
     started, started_at = time.perf_counter(), time.time()
     detail, error, raw, detected = "", "", "", ""
+    certificate = None
     try:
         async with asyncio.timeout(task.timeout):
             outcome = await get_probe(task.type)(task, context)
         detail, error, detected = outcome.status_detail, outcome.error, outcome.detected_type
+        certificate = outcome.certificate
     except ProbeFailed as exc:
         detail, error, raw, detected = exc.status_detail, exc.error, exc.detail, exc.detected_type
+        certificate = exc.certificate
     except TimeoutError:
         error = TIMED_OUT.format(seconds=f"{task.timeout:g}")
     except Exception as exc:
@@ -45,6 +48,7 @@ async def run_probe(task: ProbeTask, context: ProbeContext) -> ProbeResult:
         error_detail=scrub(raw, secrets)[:MAX_ERROR_DETAIL_LENGTH],
         detected_type=detected,
         started_at=started_at,
+        certificate=certificate,
     )
 
 
