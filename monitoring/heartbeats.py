@@ -95,6 +95,31 @@ def _grace(config: Mapping[str, Any]) -> timedelta:
     return timedelta(seconds=int(config.get("grace_seconds", DEFAULT_GRACE_SECONDS)))
 
 
+def heartbeat_reschedule(endpoint: Endpoint, now: datetime) -> set[str]:
+    """After a heartbeat's period, cron, zone or grace changed: its deadlines again from its
+    latest ping under the new schedule (as healthchecks does), so a shorter period is not
+    waited out under the old one; a late heartbeat the new schedule gives more time is up
+    again (the loop makes an up one late within seconds). The columns to write; the caller
+    saves the endpoint and holds its row lock. A heartbeat never pinged has no deadlines."""
+    if endpoint.late_after is None or endpoint.last_checked_at is None:
+        return set()
+    start = _open_starts([endpoint.pk]).get(endpoint.pk)
+    after = deadlines_after_start if start is not None else deadlines_after
+    due = after(
+        interval_seconds=endpoint.interval_seconds,
+        config=endpoint.config,
+        at=start or endpoint.last_checked_at,
+    )
+    endpoint.late_after, endpoint.alert_after = due.late_after, due.alert_after
+    columns = {"late_after", "alert_after"}
+    if endpoint.status == EndpointStatus.LATE and due.late_after > now:
+        change = endpoint.move_to(EndpointStatus.UP, now, "schedule changed")
+        if change is not None:
+            change.save(force_insert=True)
+            columns.add("status")
+    return columns
+
+
 def _returning_ids(sql: str, params: list[Any]) -> list[UUID]:
     """Run an UPDATE ... RETURNING id (PostgreSQL, and SQLite from 3.35); the ids."""
     with connection.cursor() as cursor:

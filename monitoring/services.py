@@ -18,6 +18,7 @@ from django.utils import timezone
 from accounts.audit import audit_record
 from accounts.models import AuditAction, Project
 from healthmon.errors import InvalidInput, TooManyRequests
+from monitoring.heartbeats import heartbeat_reschedule
 from monitoring.models import (
     CheckResult,
     Endpoint,
@@ -45,6 +46,8 @@ _FRESH_STREAK: dict[str, Any] = {
 # ping, as a new one is (healthchecks makes a resumed check "new" the same way), so a
 # deadline from before the pause can never fire or be mistaken for a current one.
 _NO_DEADLINES: dict[str, Any] = {"late_after": None, "alert_after": None}
+# A heartbeat's schedule: its period, or the cron, zone and grace in its config.
+_SCHEDULE_FIELDS = frozenset({"interval_seconds", "config"})
 
 # A change to any of these makes the endpoint due at once, so the user sees its effect.
 _PROBE_FIELDS = frozenset(
@@ -184,6 +187,8 @@ def endpoint_update(*, endpoint: Endpoint, changes: EndpointChanges) -> Endpoint
         columns.add("watch_started_at")
     if toggled or retargeted:
         columns |= _start_over(endpoint, now)
+    elif endpoint.type == EndpointType.HEARTBEAT and _SCHEDULE_FIELDS & changes.given():
+        columns |= heartbeat_reschedule(endpoint, now)
     due = endpoint.next_check_at if endpoint.enabled else None
     if endpoint.enabled and (toggled or _PROBE_FIELDS & changes.given()):
         due = now

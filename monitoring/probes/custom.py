@@ -19,7 +19,6 @@ from monitoring.models import EndpointType
 from monitoring.probes import phrases
 from monitoring.probes.base import Outcome, ProbeContext, ProbeFailed, ProbeTask, tls_context
 from monitoring.probes.network import open_socket
-from monitoring.validation import option_names, validate_config
 
 _SCHEME_KINDS = {
     "grpc": EndpointType.GRPC,
@@ -159,6 +158,11 @@ def make_probe(
     """The custom probe, running the detected kind's probe from the registry."""
 
     async def probe(task: ProbeTask, context: ProbeContext) -> Outcome:
+        # Imported here: validation sits above the probes (it reads their kinds and the
+        # heartbeat rules, which read the probes' phrases), so the probes must not need it
+        # to be imported.
+        from monitoring.validation import option_names, validate_config
+
         kind, target = await detect(task, context)
         kind = str(kind)
         known = option_names(kind)

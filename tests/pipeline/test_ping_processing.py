@@ -13,7 +13,7 @@ from django.db import connections, transaction
 
 from monitoring.heartbeats import heartbeats_claim_overdue, heartbeats_flip_late
 from monitoring.models import CheckResult, Endpoint, EndpointStatus, Incident, Ping
-from monitoring.services import endpoints_set_enabled
+from monitoring.services import EndpointChanges, endpoint_update, endpoints_set_enabled
 from pipeline.heartbeats import heartbeat_deadlines_run, pings_process
 
 T0 = datetime(2030, 1, 1, 12, 0, tzinfo=UTC)
@@ -307,3 +307,36 @@ def test_a_start_before_a_pause_times_no_run_after_the_resume(api, heartbeat):
     end = Ping.objects.get(received_at=T0 + timedelta(seconds=35))
     assert end.duration_ms is None
     assert CheckResult.objects.get(checked_at=end.received_at).response_time_ms is None
+
+
+def test_a_shorter_period_reschedules_from_the_latest_ping(api, cast, heartbeat):
+    ping(api, heartbeat, "/0", at=T0 + timedelta(seconds=30))  # processed: not quiet ("/0")
+    heartbeat_deadlines_run(now=T0 + timedelta(seconds=31))
+    heartbeat.refresh_from_db()
+    assert heartbeat.late_after == T0 + timedelta(seconds=90)
+
+    with time_machine.travel(T0 + timedelta(seconds=40), tick=False):
+        endpoint_update(
+            endpoint=Endpoint.objects.get(pk=heartbeat.pk),
+            changes=EndpointChanges(interval_seconds=3600, config={"grace_seconds": 600}),
+        )
+
+    heartbeat.refresh_from_db()
+    assert heartbeat.late_after == T0 + timedelta(seconds=3630)
+    assert heartbeat.alert_after == T0 + timedelta(seconds=4230)
+
+
+def test_a_late_heartbeat_given_more_time_is_up_again(api, heartbeat):
+    assert heartbeat_deadlines_run(now=T0 + timedelta(seconds=60)) == (1, 0)
+
+    with time_machine.travel(T0 + timedelta(seconds=70), tick=False):
+        endpoint_update(
+            endpoint=Endpoint.objects.get(pk=heartbeat.pk),
+            changes=EndpointChanges(interval_seconds=600),
+        )
+
+    heartbeat.refresh_from_db()
+    assert (heartbeat.status, heartbeat.late_after) == ("up", T0 + timedelta(seconds=600))
+    moves = heartbeat.status_changes.order_by("changed_at", "id")
+    assert list(moves.values_list("to_status", "reason"))[-1] == ("up", "schedule changed")
+    assert heartbeat_deadlines_run(now=T0 + timedelta(seconds=71)) == (0, 0)
