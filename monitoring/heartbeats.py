@@ -120,8 +120,24 @@ def heartbeat_reschedule(endpoint: Endpoint, now: datetime) -> set[str]:
     return columns
 
 
-def _returning_ids(sql: str, params: list[Any]) -> list[UUID]:
-    """Run an UPDATE ... RETURNING id (PostgreSQL, and SQLite from 3.35); the ids."""
+def _update_where(assignment: str, where: str, params: list[Any]) -> list[UUID]:
+    """`UPDATE endpoint SET <assignment> WHERE <where>` for the heartbeats the condition
+    holds for, once each; their ids (RETURNING: PostgreSQL, and SQLite from 3.35).
+
+    On PostgreSQL the rows are locked first in id order, skipping rows another transaction
+    holds (they are flipped at the next run): every other writer locks endpoints in id
+    order, so the loop cannot deadlock with them, and a locked row is checked again against
+    the condition, so no flip fires twice.
+    """
+    quote = connection.ops.quote_name
+    table, pk = quote(Endpoint._meta.db_table), quote("id")
+    lock = ""
+    if connection.features.has_select_for_update_skip_locked:
+        lock = f" ORDER BY {pk} FOR NO KEY UPDATE SKIP LOCKED"
+    sql = (
+        f"UPDATE {table} SET {assignment} WHERE {pk} IN "  # noqa: S608 - our own names
+        f"(SELECT {pk} FROM {table} WHERE {where}{lock}) RETURNING {pk}"
+    )
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return [pk if isinstance(pk, UUID) else UUID(str(pk)) for (pk,) in cursor.fetchall()]
@@ -146,18 +162,19 @@ def heartbeats_flip_late(*, now: datetime) -> list[UUID]:
     """Move heartbeats past their period to late, once each; their ids. Up ones, and
     pending ones whose first run started and has not ended (a start set their deadlines).
 
-    One conditional UPDATE per status left: a second loop finds them late already and moves
-    nothing. Late is no downtime and opens nothing; the move is recorded as history. Call it
-    inside a transaction, which holds the rows until the history is written.
+    One conditional UPDATE per status left (`_update_where`): a second loop finds them late
+    already and moves nothing. Late is no downtime and opens nothing; the move is recorded
+    as history. Call it inside a transaction, which holds the rows until the history is
+    written.
     """
     table = connection.ops.quote_name(Endpoint._meta.db_table)
     changes = []
     flipped: list[UUID] = []
     for status in (EndpointStatus.UP, EndpointStatus.PENDING):
-        ids = _returning_ids(
-            f"UPDATE {table} SET status = %s "  # noqa: S608 - the table name is ours
-            "WHERE type = %s AND enabled = %s AND status = %s AND late_after <= %s "
-            f"AND {_no_pending_pings(table)} RETURNING id",
+        ids = _update_where(
+            "status = %s",
+            "type = %s AND enabled = %s AND status = %s AND late_after <= %s "
+            f"AND {_no_pending_pings(table)}",
             [EndpointStatus.LATE, EndpointType.HEARTBEAT, True, status, _adapt(now), True],
         )
         rows = Endpoint.objects.filter(pk__in=ids).values_list(
@@ -187,20 +204,23 @@ def heartbeats_claim_overdue(*, now: datetime) -> list[tuple[UUID, datetime, str
     in the same transaction, so a loop killed between the two leaves the claim undone.
     """
     table = connection.ops.quote_name(Endpoint._meta.db_table)
-    deadlines = dict(
-        Endpoint.objects.filter(
+    # The missed deadline is recorded at the deadline, or when the present watch began if
+    # later (a check dated before it would be ignored as stale, leaving the heartbeat late).
+    deadlines = {
+        pk: max(deadline, since) if since is not None and deadline is not None else deadline
+        for pk, deadline, since in Endpoint.objects.filter(
             type=EndpointType.HEARTBEAT,
             enabled=True,
             status=EndpointStatus.LATE,
             alert_after__lte=now,
-        ).values_list("id", "alert_after")
-    )
+        ).values_list("id", "alert_after", "watch_started_at")
+    }
     if not deadlines:
         return []
-    ids = _returning_ids(
-        f"UPDATE {table} SET alert_after = NULL "  # noqa: S608 - the table name is ours
-        "WHERE type = %s AND enabled = %s AND status = %s AND alert_after <= %s "
-        f"AND {_no_pending_pings(table)} RETURNING id",
+    ids = _update_where(
+        "alert_after = NULL",
+        "type = %s AND enabled = %s AND status = %s AND alert_after <= %s "
+        f"AND {_no_pending_pings(table)}",
         [EndpointType.HEARTBEAT, True, EndpointStatus.LATE, _adapt(now), True],
     )
     last = dict(Endpoint.objects.filter(pk__in=ids).values_list("id", "last_checked_at"))

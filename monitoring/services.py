@@ -46,8 +46,15 @@ _FRESH_STREAK: dict[str, Any] = {
 # ping, as a new one is (healthchecks makes a resumed check "new" the same way), so a
 # deadline from before the pause can never fire or be mistaken for a current one.
 _NO_DEADLINES: dict[str, Any] = {"late_after": None, "alert_after": None}
-# A heartbeat's schedule: its period, or the cron, zone and grace in its config.
-_SCHEDULE_FIELDS = frozenset({"interval_seconds", "config"})
+
+
+def _schedule(endpoint: Endpoint) -> tuple[Any, ...]:
+    """What a heartbeat's deadlines follow: its period, cron, zone and grace."""
+    config = endpoint.config
+    return (endpoint.interval_seconds, *(config.get(key) for key in _SCHEDULE_KEYS))
+
+
+_SCHEDULE_KEYS = ("cron", "timezone", "grace_seconds")
 
 # A change to any of these makes the endpoint due at once, so the user sees its effect.
 _PROBE_FIELDS = frozenset(
@@ -177,17 +184,21 @@ def endpoint_update(*, endpoint: Endpoint, changes: EndpointChanges) -> Endpoint
     retargeted = (changes.target is not UNSET and changes.target != endpoint.target) or (
         changes.type is not UNSET and changes.type != endpoint.type
     )
+    heartbeat = endpoint.type == EndpointType.HEARTBEAT
+    schedule = _schedule(endpoint)
     _assign(endpoint, changes)
     now = timezone.now()
     endpoint.updated_at = now
     columns = {*changes.given(), "updated_at", *_mask(endpoint, changes)}
-    if toggled or retargeted or changes.config is not UNSET:
-        # Results of checks started before now describe what is no longer watched.
+    # Results of checks started before now describe what is no longer watched. A heartbeat
+    # is not probed: its config tells when to expect the job, and a run under way when it
+    # changes is still the job's run.
+    if toggled or retargeted or (changes.config is not UNSET and not heartbeat):
         endpoint.watch_started_at = now
         columns.add("watch_started_at")
     if toggled or retargeted:
         columns |= _start_over(endpoint, now)
-    elif endpoint.type == EndpointType.HEARTBEAT and _SCHEDULE_FIELDS & changes.given():
+    elif heartbeat and _schedule(endpoint) != schedule:
         columns |= heartbeat_reschedule(endpoint, now)
     due = endpoint.next_check_at if endpoint.enabled else None
     if endpoint.enabled and (toggled or _PROBE_FIELDS & changes.given()):

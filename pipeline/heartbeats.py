@@ -73,6 +73,13 @@ def ping_record(*, ping: PingIn) -> bool:
     """Store a ping; process it now unless it changes nothing at once (a success or start
     ping of an `up` heartbeat, left to the deadline loop). False, with nothing written,
     when no heartbeat has that key."""
+    try:
+        return _record(ping)
+    except IntegrityError:  # the heartbeat was deleted since it was read
+        return False
+
+
+def _record(ping: PingIn) -> bool:
     if ping.kind in (PingKind.SUCCESS, PingKind.START) and ping_store_if_quiet(
         ping_key=ping.ping_key, values=_values(ping)
     ):
@@ -85,17 +92,14 @@ def ping_record(*, ping: PingIn) -> bool:
     if found is None:
         return False
     endpoint_id, enabled, status = found
-    try:
-        if ping.kind == PingKind.LOG or not enabled:
-            _store(endpoint_id, ping, pending=False)  # kept for the log, processed never
-        elif _changes_nothing_now(ping, status):  # it became quiet meanwhile
+    if ping.kind == PingKind.LOG or not enabled:
+        _store(endpoint_id, ping, pending=False)  # kept for the log, processed never
+    elif _changes_nothing_now(ping, status):  # it became quiet meanwhile
+        _store(endpoint_id, ping, pending=True)
+    else:
+        with transaction.atomic():
             _store(endpoint_id, ping, pending=True)
-        else:
-            with transaction.atomic():
-                _store(endpoint_id, ping, pending=True)
-                pings_process(endpoint_ids=[endpoint_id])
-    except IntegrityError:  # the heartbeat was deleted since it was read
-        return False
+            pings_process(endpoint_ids=[endpoint_id])
     return True
 
 
@@ -144,7 +148,7 @@ def pings_process(*, endpoint_ids: Sequence[UUID] | None = None) -> int:
         return 0
     endpoints = (
         Endpoint.objects.select_for_update(no_key=True)
-        .only("id", "enabled", "interval_seconds", "config")
+        .only("id", "enabled", "interval_seconds", "config", "watch_started_at")
         .order_by("pk")
         .in_bulk(ids)
     )
@@ -215,10 +219,13 @@ class _Runs:
 
     def end(self, ping: Ping) -> float | None:
         """The run's duration in milliseconds; None when it has no start."""
-        started = self._open.pop(ping.endpoint_id, None)
-        if ping.rid is not None:
+        if ping.rid is None:
+            started = self._open.pop(ping.endpoint_id, None)
+        else:  # its own run; the open run ends with it only if it is that run
             since = self._since.get(ping.endpoint_id)
             started = self._by_rid.get((ping.endpoint_id, ping.rid)) or self._started(ping, since)
+            if self._open.get(ping.endpoint_id) == started:
+                del self._open[ping.endpoint_id]
         if started is None:
             return None
         return (ping.received_at - started).total_seconds() * 1000
@@ -265,7 +272,10 @@ def _deadlines_set(
     moved = []
     for pk, ping in latest.items():
         endpoint, at = endpoints[pk], ping.received_at
+        since = endpoint.watch_started_at
         if not endpoint.enabled or (pk in before and before[pk] > at):
+            continue
+        if since is not None and at < since:  # sent before a pause: resumed, it waits
             continue
         after = deadlines_after_start if ping.kind == PingKind.START else deadlines_after
         due = after(interval_seconds=endpoint.interval_seconds, config=endpoint.config, at=at)

@@ -12,6 +12,8 @@ answer as `/ping/<its uuid>[/<action>]` does (its rate limit included, after tha
 is never a UUID (`accounts.models.new_ping_key`).
 """
 
+import ipaddress
+import re
 from uuid import UUID
 
 from django.conf import settings
@@ -27,6 +29,7 @@ from pipeline.pingrate import ping_retry_after
 
 MAX_BODY_BYTES = 100_000
 _CHUNK = 64 * 1024
+_EXIT_STATUS = re.compile(r"[0-9]{1,3}")  # ASCII digits only: "²".isdigit() is true
 _ACTIONS = {
     "": PingKind.SUCCESS,
     "start": PingKind.START,
@@ -56,7 +59,7 @@ def _kind(action: str) -> tuple[str, int | None] | None:
     """The ping's kind and exit status from the route's last part; None if unknown."""
     if action in _ACTIONS:
         return _ACTIONS[action], None
-    if action.isdigit() and int(action) <= 255:
+    if _EXIT_STATUS.fullmatch(action) and int(action) <= 255:
         code = int(action)
         return (PingKind.SUCCESS if code == 0 else PingKind.FAIL), code
     return None
@@ -68,8 +71,17 @@ def client_ip(request: HttpRequest) -> str | None:
     forwarded = request.META.get("HTTP_X_FORWARDED_FOR", "")
     if settings.NUM_PROXIES and forwarded:
         hops = [hop.strip() for hop in forwarded.split(",")]
-        return hops[-min(settings.NUM_PROXIES, len(hops))] or None
-    return request.META.get("REMOTE_ADDR") or None
+        # The client may write anything there: a hop that is no address is not one.
+        return _address(hops[-min(settings.NUM_PROXIES, len(hops))])
+    return _address(request.META.get("REMOTE_ADDR", ""))
+
+
+def _address(text: str) -> str | None:
+    """An IP address as PostgreSQL's inet takes it (no IPv6 zone); None for anything else."""
+    try:
+        return str(ipaddress.ip_address(text.split("%", 1)[0]))
+    except ValueError:
+        return None
 
 
 def _body(request: HttpRequest) -> tuple[str, int, bool]:
@@ -79,7 +91,9 @@ def _body(request: HttpRequest) -> tuple[str, int, bool]:
     while chunk := request.read(_CHUNK):  # drain the rest, counting it
         size += len(chunk)
     cut = size > MAX_BODY_BYTES
-    return kept[:MAX_BODY_BYTES].decode("utf-8", errors="replace"), size, cut
+    # PostgreSQL text holds no NUL: a job posting binary output keeps its ping.
+    text = kept[:MAX_BODY_BYTES].decode("utf-8", errors="replace").replace("\x00", "\ufffd")
+    return text, size, cut
 
 
 @csrf_exempt
@@ -88,11 +102,13 @@ def ping(request: HttpRequest, key: str, action: str = "") -> HttpResponse:
     """Record a ping of the heartbeat whose key is `key`."""
     if (wait := ping_retry_after(key)) is not None:
         return _too_many(wait)
-    received_at = timezone.now()
     ping_key, kind = _uuid(key), _kind(action)
     if ping_key is None or kind is None:
         return _text("not found", 404)
     body, size, cut = _body(request)
+    # Received once the body is in: the deadline loop trusts a ping to be stored within a
+    # moment of this time, however slowly a client sent its 100 kB.
+    received_at = timezone.now()
     stored = ping_record(
         ping=PingIn(
             ping_key=ping_key,
@@ -102,7 +118,7 @@ def ping(request: HttpRequest, key: str, action: str = "") -> HttpResponse:
             rid=_uuid(request.GET.get("rid")),
             client_ip=client_ip(request),
             method=request.method or "GET",
-            user_agent=request.META.get("HTTP_USER_AGENT", ""),
+            user_agent=request.META.get("HTTP_USER_AGENT", "").replace("\x00", ""),
             body=body,
             body_size=size,
             body_truncated=cut,

@@ -21,6 +21,10 @@ T0 = datetime(2030, 1, 1, 12, 0, tzinfo=UTC)
 
 @pytest.fixture
 def heartbeat(api, cast):
+    return up_heartbeat(api, cast)
+
+
+def up_heartbeat(api, cast):
     """A heartbeat made through the API at T0 (60 s period, 60 s grace), pinged once at T0:
     `up`, late at T0 + 60 s."""
     body = {
