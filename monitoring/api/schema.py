@@ -66,8 +66,8 @@ def _option_field(option: Option) -> serializers.Field[Any, Any, Any, Any]:
             child=item, min_length=1, max_length=option.max_items, **kwargs
         )
     if isinstance(option, TextList):
-        item = serializers.CharField(max_length=option.item.max_length)
-        return serializers.ListField(child=item, max_length=option.max_items, **kwargs)
+        text = serializers.CharField(max_length=option.item.max_length)
+        return serializers.ListField(child=text, max_length=option.max_items, **kwargs)
     if isinstance(option, Headers):
         kwargs["help_text"] = f"{option.help} At most {MAX_HEADERS}; framing headers refused."
         return serializers.DictField(child=serializers.CharField(max_length=4096), **kwargs)

@@ -9,6 +9,7 @@ its own where `net.ipv4.ping_group_range` is set as the case needs.
 import json
 import os
 import select
+import shutil
 import socket
 import subprocess
 import sys
@@ -32,6 +33,7 @@ URL = "/api/v1/endpoints"
 ROOT = Path(__file__).resolve().parents[2]
 RESPONDER = Path(__file__).with_name("icmp_responder.py")
 NOT_PERMITTED = "ICMP not permitted on this worker"
+NOT_ALLOWED = "target address not allowed"
 ANY_GROUP = "0 2147483647"
 NO_GROUP = "1 0"  # Linux's default: no group may open ICMP datagram sockets
 
@@ -58,7 +60,8 @@ def half() -> Iterator[Namespace]:
         try:
             assert responder.stdout is not None
             ready, _, _ = select.select([responder.stdout], [], [], 10)
-            assert ready and responder.stdout.readline().strip() == "ready"
+            assert ready
+            assert responder.stdout.readline().strip() == "ready"
             yield ns
         finally:
             responder.kill()
@@ -158,8 +161,9 @@ def _without_raw_sockets(ping_group_range: str, *command: str) -> subprocess.Com
         'exec setpriv --bounding-set=-net_raw --inh-caps=-net_raw "$@"'
     )
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "CACHE_URL")}
-    return subprocess.run(
-        ["unshare", "--net", "sh", "-c", script, "sh", *command],
+    unshare = shutil.which("unshare") or "/usr/bin/unshare"
+    return subprocess.run(  # noqa: S603 - our own command line
+        [unshare, "--net", "sh", "-c", script, "sh", *command],
         capture_output=True,
         text=True,
         cwd=ROOT,
@@ -295,3 +299,85 @@ def test_bad_targets_are_refused(target):
 @pytest.mark.parametrize("target", ["icmp://gateway.example.com", "icmp://[2001:db8::1]"])
 def test_good_targets(target):
     assert validate_target("icmp", target) == target
+
+
+# --- Network policy --------------------------------------------------------------------------
+
+
+class EchoCanary:
+    """Raw ICMP sockets that see every echo request reaching this host's loopback."""
+
+    def __init__(self) -> None:
+        self._v4 = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP)
+        self._v6 = socket.socket(socket.AF_INET6, socket.SOCK_RAW, socket.IPPROTO_ICMPV6)
+        for sock in (self._v4, self._v6):
+            sock.setblocking(False)
+
+    def _drain(self, sock: socket.socket, request: int, header: bool) -> int:
+        seen = 0
+        while True:
+            try:
+                packet = sock.recv(65_535)
+            except BlockingIOError:
+                return seen
+            icmp = packet[(packet[0] & 0x0F) * 4 :] if header else packet
+            seen += icmp[0] == request
+
+    def requests(self) -> int:
+        """Echo requests seen since the last call."""
+        time.sleep(0.05)  # let a request in flight arrive
+        return self._drain(self._v4, 8, header=True) + self._drain(self._v6, 128, header=False)
+
+    def close(self) -> None:
+        self._v4.close()
+        self._v6.close()
+
+
+@pytest.fixture
+def echo_canary() -> Iterator[EchoCanary]:
+    skip_unless_root()
+    canary = EchoCanary()
+    yield canary
+    canary.close()
+
+
+ICMP_HOSTS = [
+    "127.0.0.1",
+    "127.1",
+    "2130706433",
+    "0x7f000001",
+    "0177.0.0.1",
+    "localhost",
+    "[::1]",
+    "[::ffff:127.0.0.1]",
+    "[64:ff9b::7f00:1]",
+    "0.0.0.0",  # noqa: S104 (an address to refuse, never bound)
+    "0",
+    "10.0.0.1",
+    "169.254.169.254",
+]
+
+
+@pytest.mark.parametrize("host", ICMP_HOSTS)
+def test_a_private_address_is_refused_and_never_pinged(settings, echo_canary, host):
+    settings.PROBE_ALLOW_PRIVATE_NETWORKS = False
+    settings.PROBE_ALLOWED_NETWORKS = []
+    echo_canary.requests()
+    try:
+        target = validate_target("icmp", f"icmp://{host}")
+    except TargetError:
+        assert echo_canary.requests() == 0
+        return
+
+    result = probe("icmp", target, {"count": 1}, timeout=1)
+
+    assert (result.ok, result.error, result.status_detail) == (False, NOT_ALLOWED, "")
+    assert echo_canary.requests() == 0
+
+
+def test_the_canary_sees_a_ping_when_private_networks_are_allowed(echo_canary):
+    echo_canary.requests()
+
+    assert probe("icmp", "icmp://127.0.0.1", {"count": 2}).ok
+
+    assert echo_canary.requests() >= 2
