@@ -58,7 +58,10 @@ def _server_failure(exc: dns.resolver.NoNameservers) -> str:
 
 
 async def _answers(task: ProbeTask, record_type: str) -> list[str]:
-    resolver, name = await _resolver(task)
+    try:
+        resolver, name = await _resolver(task)
+    except dns.resolver.NoResolverConfiguration as exc:
+        raise ProbeFailed(phrases.DNS_FAILED, detail="no resolver in /etc/resolv.conf") from exc
     try:
         answer = await resolver.resolve(name, record_type, lifetime=task.timeout * LIFETIME_SHARE)
     except dns.resolver.NXDOMAIN as exc:

@@ -91,6 +91,7 @@ def test_ipv6_loopback_answers():
     assert result.status_detail.startswith("1/1 replies")
 
 
+@pytest.mark.services
 def test_a_host_that_drops_every_ping_is_down(silent):
     result = probe("icmp", f"icmp://{silent.address}", {"count": 3}, timeout=3)
 
@@ -99,6 +100,7 @@ def test_a_host_that_drops_every_ping_is_down(silent):
     assert result.error_detail == f"0/3 replies from {silent.address}"
 
 
+@pytest.mark.services
 def test_a_series_fits_its_timeout_so_a_silent_host_is_lost_not_timed_out(silent):
     started = time.monotonic()
 
@@ -108,6 +110,7 @@ def test_a_series_fits_its_timeout_so_a_silent_host_is_lost_not_timed_out(silent
     assert time.monotonic() - started < 2
 
 
+@pytest.mark.services
 def test_half_lost_is_up_with_the_loss_in_the_detail(half):
     result = probe("icmp", f"icmp://{half.address}", {"count": 4}, timeout=5)
 
@@ -116,6 +119,7 @@ def test_half_lost_is_up_with_the_loss_in_the_detail(half):
     assert result.loss_percent == 50
 
 
+@pytest.mark.services
 @pytest.mark.parametrize(
     ("max_loss_percent", "status"),
     [(0, EndpointStatus.DEGRADED), (49, EndpointStatus.DEGRADED), (50, EndpointStatus.UP)],
@@ -180,6 +184,7 @@ def test_root_sends_over_raw_sockets():
     assert icmp_mode(socket.AF_INET6) == "raw"
 
 
+@pytest.mark.services
 def test_without_raw_sockets_a_permitted_group_pings_over_datagram_sockets():
     child = _without_raw_sockets(ANY_GROUP, sys.executable, "-c", _CHILD)
 
@@ -190,6 +195,7 @@ def test_without_raw_sockets_a_permitted_group_pings_over_datagram_sockets():
     assert seen["detail"].startswith("2/2 replies, 0% loss")
 
 
+@pytest.mark.services
 def test_with_neither_the_check_fails_with_a_phrase_saying_the_fix():
     child = _without_raw_sockets(NO_GROUP, sys.executable, "-c", _CHILD)
 
@@ -222,6 +228,7 @@ def test_create_without_icmp_answers_400(api, cast):
     assert not Endpoint.objects.exists()
 
 
+@pytest.mark.services
 def test_creating_one_without_icmp_is_refused():
     this = f"{Path(__file__).relative_to(ROOT)}::test_create_without_icmp_answers_400"
     os.environ["HM_ICMP_UNPRIVILEGED"] = "1"
