@@ -281,4 +281,12 @@ def _status_after(
     timed = result.response_time_ms
     if slow is not None and timed is not None and timed > slow:
         return EndpointStatus.DEGRADED
+    if _lossy(endpoint, result):
+        return EndpointStatus.DEGRADED
     return EndpointStatus.UP
+
+
+def _lossy(endpoint: Endpoint, result: ProbeResult) -> bool:
+    """An ICMP check that got replies, but lost more than `config.max_loss_percent`."""
+    most = endpoint.config_masked.get("max_loss_percent")
+    return most is not None and result.loss_percent is not None and result.loss_percent > most

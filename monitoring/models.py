@@ -51,6 +51,8 @@ class EndpointType(models.TextChoices):
     WEBSOCKET = "websocket", "WebSocket"
     CUSTOM = "custom", "Custom (auto-detect)"
     HEARTBEAT = "heartbeat", "Heartbeat (the job pings us)"
+    ICMP = "icmp", "ICMP (ping)"
+    DNS = "dns", "DNS"
 
 
 class EndpointStatus(models.TextChoices):

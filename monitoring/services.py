@@ -28,6 +28,7 @@ from monitoring.models import (
     StatusChange,
 )
 from monitoring.probes.base import ProbeTask
+from monitoring.probes.icmp import require_icmp
 from monitoring.probes.secrets import masked, secrets_of
 from monitoring.scheduler import send_batch
 from monitoring.slugs import SLUG_TAKEN, slug_taken
@@ -123,6 +124,8 @@ def endpoint_create(
 ) -> Endpoint:
     """Create an endpoint from validated values; an enabled one is due for its first check
     at once (a heartbeat instead gets its ping key and waits for its first ping)."""
+    if type == EndpointType.ICMP:
+        require_icmp(target)
     now = timezone.now()
     heartbeat = type == EndpointType.HEARTBEAT
     endpoint = Endpoint(
@@ -180,6 +183,8 @@ def endpoint_update(*, endpoint: Endpoint, changes: EndpointChanges) -> Endpoint
     """
     if changes.project is not UNSET and changes.project.pk != endpoint.project_id:
         changes = replace(changes, project=_lock_project(changes.project))
+    if changes.type == EndpointType.ICMP and endpoint.type != EndpointType.ICMP:
+        require_icmp(str(changes.target if changes.target is not UNSET else endpoint.target))
     toggled = changes.enabled is not UNSET and changes.enabled != endpoint.enabled
     retargeted = (changes.target is not UNSET and changes.target != endpoint.target) or (
         changes.type is not UNSET and changes.type != endpoint.type

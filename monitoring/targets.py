@@ -29,6 +29,9 @@ SCHEMES: dict[str, tuple[str, ...]] = {
     EndpointType.WEBSOCKET: ("ws", "wss"),
 }
 SCHEMES[EndpointType.CUSTOM] = tuple(dict.fromkeys(s for v in SCHEMES.values() for s in v))
+# Not offered to `custom`: neither speaks over a connection whose protocol could be detected.
+SCHEMES[EndpointType.ICMP] = ("icmp",)
+SCHEMES[EndpointType.DNS] = ("dns",)
 
 # Names of query parameters, headers and config keys whose values are secrets: any name
 # containing one of these fragments, or made of words (split on `-`, `_`, `.`) among these.
@@ -173,6 +176,33 @@ def _check_scheme_rules(target: str, parts: SplitResult) -> None:
             raise TargetError("A gRPC target is grpc://host:port, with nothing after the port.")
     elif scheme in ("redis", "rediss") and not re.fullmatch(r"/?\d{0,2}", parts.path):
         raise TargetError("A Redis target's path is the database number, as in /0.")
+    elif scheme == "icmp":
+        _check_icmp(parts)
+    elif scheme == "dns":
+        dns_query(target)
+
+
+def _check_icmp(parts: SplitResult) -> None:
+    if parts.port is not None or parts.path not in ("", "/") or parts.query:
+        raise TargetError("An ICMP target is icmp://host, with no port, path or query.")
+    if parts.username is not None:
+        raise TargetError("An ICMP target takes no user name or password.")
+
+
+def dns_query(target: str) -> tuple[str | None, int, str]:
+    """A valid `dns://` target's resolver (None: the system's), its port and the name asked
+    for: `dns://name` or `dns://resolver[:port]/name`."""
+    parts = urlsplit(target)
+    if parts.username is not None or parts.query:
+        raise TargetError("A DNS target takes no user name, password or query.")
+    name = parts.path.removeprefix("/")
+    if not name:
+        if parts.port is not None:
+            raise TargetError("A port goes with a resolver, as in dns://resolver:port/name.")
+        return None, 53, parts.netloc
+    if "/" in name or len(name) > 253 or not _HOSTNAME.fullmatch(name):
+        raise TargetError("The name to look up is not a valid DNS name.")
+    return parts.hostname, parts.port or 53, name
 
 
 def validate_target(endpoint_type: str, target: str) -> str:

@@ -75,6 +75,8 @@ CONFIG_EXAMPLES: dict[str, dict[str, Any]] = {
     EndpointType.WEBSOCKET: {"send": "ping", "expect": "pong"},
     EndpointType.CUSTOM: {"verify_tls": True, "degraded_threshold_ms": 1000},
     EndpointType.HEARTBEAT: {"grace_seconds": 3600, "min_run_seconds": 30},
+    EndpointType.ICMP: {"count": 5, "max_loss_percent": 20, "degraded_threshold_ms": 100},
+    EndpointType.DNS: {"record_type": "MX", "expected": ["10 mail.example.com"]},
 }
 
 

@@ -21,6 +21,7 @@ from monitoring.validation import (
     IntegerList,
     Option,
     Text,
+    TextList,
 )
 
 # One name per type, for the components (`HttpConfig`, `HttpEndpoint`, ...).
@@ -35,6 +36,8 @@ _NAMES: dict[str, str] = {
     EndpointType.WEBSOCKET: "WebSocket",
     EndpointType.CUSTOM: "Custom",
     EndpointType.HEARTBEAT: "Heartbeat",
+    EndpointType.ICMP: "Icmp",
+    EndpointType.DNS: "Dns",
 }
 
 
@@ -62,6 +65,9 @@ def _option_field(option: Option) -> serializers.Field[Any, Any, Any, Any]:
         return serializers.ListField(
             child=item, min_length=1, max_length=option.max_items, **kwargs
         )
+    if isinstance(option, TextList):
+        text = serializers.CharField(max_length=option.item.max_length)
+        return serializers.ListField(child=text, max_length=option.max_items, **kwargs)
     if isinstance(option, Headers):
         kwargs["help_text"] = f"{option.help} At most {MAX_HEADERS}; framing headers refused."
         return serializers.DictField(child=serializers.CharField(max_length=4096), **kwargs)

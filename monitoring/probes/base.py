@@ -58,6 +58,8 @@ class Outcome:
     error: str = ""
     detected_type: str = ""
     certificate: PeerCertificate | None = None  # the server's, when a handshake completed
+    loss_percent: float | None = None  # ICMP: the share of echo requests lost
+    round_trip_ms: float | None = None  # ICMP: the average round trip, the response time
 
 
 @dataclass(frozen=True)
@@ -72,6 +74,7 @@ class ProbeResult:
     started_at: float = 0.0  # Unix time the check began
     error_detail: str = ""  # what the driver or server said, masked: `error` is a phrase
     certificate: PeerCertificate | None = None
+    loss_percent: float | None = None  # ICMP: more than config.max_loss_percent is degraded
 
 
 class ProbeFailed(Exception):

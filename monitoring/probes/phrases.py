@@ -65,6 +65,18 @@ CLUSTER_BELOW_MINIMUM = "cluster status {status} (minimum {minimum})"
 HANDSHAKE_FAILED = "handshake failed"
 REDIRECT_NOT_FOLLOWED = "redirects not followed"
 
+# --- ICMP -----------------------------------------------------------------------------------
+ALL_PINGS_LOST = "all {count} pings lost"  # 1-10
+ICMP_UNAVAILABLE = "ICMP not permitted on this worker"
+
+# --- DNS ------------------------------------------------------------------------------------
+NXDOMAIN = "name does not exist (NXDOMAIN)"
+SERVFAIL = "resolver failed (SERVFAIL)"
+DNS_REFUSED = "query refused by the resolver"
+NO_ANSWER = "no {record_type} records"  # one of the record types config.record_type allows
+MISSING_ANSWER = "expected answer missing"
+DNS_TIMEOUT = "resolver did not answer"
+
 # --- Custom ---------------------------------------------------------------------------------
 UNKNOWN_PROTOCOL = "protocol not recognized"
 
@@ -128,6 +140,29 @@ PHRASES: dict[str, tuple[str, ...]] = {
 # A custom endpoint fails as the kind it was found to speak, or before it was found.
 PHRASES[EndpointType.CUSTOM] = tuple(
     dict.fromkeys([*(p for phrases in PHRASES.values() for p in phrases), UNKNOWN_PROTOCOL])
+)
+# ICMP and DNS are not among custom's: it detects only connection-based protocols.
+PHRASES[EndpointType.ICMP] = (
+    NOT_ALLOWED,
+    TIMED_OUT,
+    DNS_FAILED,
+    NETWORK_ERROR,
+    UNEXPECTED_ERROR,
+    ALL_PINGS_LOST,
+    ICMP_UNAVAILABLE,
+)
+PHRASES[EndpointType.DNS] = (
+    NOT_ALLOWED,
+    TIMED_OUT,
+    DNS_FAILED,
+    NETWORK_ERROR,
+    UNEXPECTED_ERROR,
+    NXDOMAIN,
+    SERVFAIL,
+    DNS_REFUSED,
+    NO_ANSWER,
+    MISSING_ANSWER,
+    DNS_TIMEOUT,
 )
 
 # --- Heartbeats: nothing is probed, the job's pings (or their absence) say it -------------

@@ -3,10 +3,12 @@
 from monitoring.models import EndpointType
 from monitoring.probes import (
     custom,
+    dns,
     elasticsearch,
     graphql,
     grpc,
     http,
+    icmp,
     mysql,
     postgresql,
     redis,
@@ -23,6 +25,8 @@ PROBES: dict[str, Probe] = {
     EndpointType.REDIS: redis.probe,
     EndpointType.ELASTICSEARCH: elasticsearch.probe,
     EndpointType.WEBSOCKET: websocket.probe,
+    EndpointType.ICMP: icmp.probe,
+    EndpointType.DNS: dns.probe,
 }
 
 

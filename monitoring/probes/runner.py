@@ -24,12 +24,13 @@ async def run_probe(task: ProbeTask, context: ProbeContext) -> ProbeResult:
     """Run one check; its timeout covers the whole exchange, DNS to the last byte."""
     started, started_at = time.perf_counter(), time.time()
     detail, error, raw, detected = "", "", "", ""
-    certificate = None
+    certificate, loss, round_trip = None, None, None
     try:
         async with asyncio.timeout(task.timeout):
             outcome = await get_probe(task.type)(task, context)
         detail, error, detected = outcome.status_detail, outcome.error, outcome.detected_type
         certificate = outcome.certificate
+        loss, round_trip = outcome.loss_percent, outcome.round_trip_ms
     except ProbeFailed as exc:
         detail, error, raw, detected = exc.status_detail, exc.error, exc.detail, exc.detected_type
         certificate = exc.certificate
@@ -42,13 +43,14 @@ async def run_probe(task: ProbeTask, context: ProbeContext) -> ProbeResult:
     secrets = secrets_of(task)
     return ProbeResult(
         ok=not error,
-        response_time_ms=elapsed_ms,
+        response_time_ms=elapsed_ms if round_trip is None else round(round_trip, 2),
         status_detail=scrub(detail, secrets)[:MAX_DETAIL_LENGTH],
         error=scrub(error, secrets)[:MAX_ERROR_LENGTH],
         error_detail=scrub(raw, secrets)[:MAX_ERROR_DETAIL_LENGTH],
         detected_type=detected,
         started_at=started_at,
         certificate=certificate,
+        loss_percent=loss,
     )
 
 

@@ -31,6 +31,7 @@ from monitoring.validation.options import (
     IntegerList,
     Option,
     Text,
+    TextList,
 )
 
 __all__ = [
@@ -46,6 +47,7 @@ __all__ = [
     "IntegerList",
     "Option",
     "Text",
+    "TextList",
     "endpoint_limits",
     "endpoint_validate",
     "option_names",

@@ -28,6 +28,7 @@ from monitoring.validation.options import (
     IntegerList,
     Options,
     Text,
+    TextList,
     merge_errors,
 )
 
@@ -97,6 +98,31 @@ OPTIONS: dict[str, Options] = {
         "expect": _text(max_length=1000, blank=True, trim=False),
     },
     EndpointType.CUSTOM: _HTTP_BASED,
+    EndpointType.ICMP: {
+        **_COMMON,
+        "count": Integer(
+            minimum=1, maximum=10, default=lambda: 3, help="Echo requests sent per check."
+        ),
+        "max_loss_percent": Integer(
+            minimum=0,
+            maximum=100,
+            default=lambda: 0,
+            help="More packet loss than this marks the endpoint degraded; losing all is down.",
+        ),
+    },
+    EndpointType.DNS: {
+        **_COMMON,
+        "record_type": Choice(
+            choices=("A", "AAAA", "CNAME", "MX", "NS", "TXT", "SOA", "SRV", "CAA", "PTR"),
+            default=lambda: "A",
+        ),
+        "expected": TextList(
+            item=Text(default=str, max_length=1000),
+            max_items=50,
+            help="Answers that must all be present (case and a final dot do not matter); "
+            "empty: any answer.",
+        ),
+    },
     EndpointType.HEARTBEAT: {
         "cron": _text(
             max_length=200,

@@ -158,6 +158,32 @@ class IntegerList(Option):
         return numbers
 
 
+@dataclass(frozen=True, kw_only=True)
+class TextList(Option):
+    """A list of strings (empty allowed); a bad one is named by its index."""
+
+    item: Text
+    max_items: int
+    default: Callable[[], Any] = list
+
+    def parse(self, value: Any) -> list[str]:
+        """The strings, in the order given."""
+        if isinstance(value, str | Mapping) or not isinstance(value, list | tuple):
+            raise InvalidInput(f'Expected a list of items but got type "{type(value).__name__}".')
+        if len(value) > self.max_items:
+            raise InvalidInput(f"Ensure this field has no more than {self.max_items} elements.")
+        texts: list[str] = []
+        errors: FieldErrors = {}
+        for index, item in enumerate(value):
+            try:
+                texts.append(self.item.clean(item))
+            except InvalidInput as exc:
+                merge_errors(errors, exc.nested(str(index)).errors)
+        if errors:
+            raise InvalidInput(errors)
+        return texts
+
+
 _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]{1,100}")
 _HEADER_VALUE = Text(default=str, max_length=4096, blank=True, trim=False)
 MAX_HEADERS = 50
