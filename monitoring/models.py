@@ -39,7 +39,8 @@ def time_ordered_uuid_floor(moment: datetime) -> uuid.UUID:
 
 
 class EndpointType(models.TextChoices):
-    """The nine probe kinds; `custom` detects the protocol from the target."""
+    """The probe kinds (and heartbeats, which are not probed); `custom` detects the protocol
+    from the target."""
 
     HTTP = "http", "HTTP(S)"
     GRAPHQL = "graphql", "GraphQL"
