@@ -39,7 +39,7 @@ def time_ordered_uuid_floor(moment: datetime) -> uuid.UUID:
 
 
 class EndpointType(models.TextChoices):
-    """The nine probe kinds; `custom` detects the protocol from the target."""
+    """The probe kinds; `custom` detects the protocol from the target."""
 
     HTTP = "http", "HTTP(S)"
     GRAPHQL = "graphql", "GraphQL"
@@ -49,6 +49,8 @@ class EndpointType(models.TextChoices):
     REDIS = "redis", "Redis"
     ELASTICSEARCH = "elasticsearch", "Elasticsearch"
     WEBSOCKET = "websocket", "WebSocket"
+    TCP = "tcp", "TCP port"
+    SMTP = "smtp", "SMTP"
     CUSTOM = "custom", "Custom (auto-detect)"
     HEARTBEAT = "heartbeat", "Heartbeat (the job pings us)"
 

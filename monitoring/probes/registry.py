@@ -10,6 +10,8 @@ from monitoring.probes import (
     mysql,
     postgresql,
     redis,
+    smtp,
+    tcp,
     websocket,
 )
 from monitoring.probes.base import Probe
@@ -23,6 +25,8 @@ PROBES: dict[str, Probe] = {
     EndpointType.REDIS: redis.probe,
     EndpointType.ELASTICSEARCH: elasticsearch.probe,
     EndpointType.WEBSOCKET: websocket.probe,
+    EndpointType.TCP: tcp.probe,
+    EndpointType.SMTP: smtp.probe,
 }
 
 
