@@ -48,9 +48,10 @@ _URL_FORMS: dict[str, str] = {
     EndpointType.TCP: "tcp://{host}",
 }
 # Greetings of protocols a server speaks first: (name, pattern of the first line, the kind
-# that checks it, what a `tcp` check expects of it). SMTP comes before FTP: both greet 220.
+# that checks it, what a `tcp` check expects of it). SMTP comes before FTP: both greet 220;
+# an SMTP server refusing service (554, 421) still names itself, and is down as SMTP.
 _BANNERS: tuple[tuple[str, re.Pattern[bytes], str, str], ...] = (
-    ("SMTP", re.compile(rb"220[ -].*\bE?SMTP\b", re.I), EndpointType.SMTP, ""),
+    ("SMTP", re.compile(rb"(220|421|554)[ -].*\bE?SMTP\b", re.I), EndpointType.SMTP, ""),
     ("SSH", re.compile(rb"SSH-\d"), EndpointType.TCP, "SSH-"),
     ("FTP", re.compile(rb"220[ -].*FTP", re.I), EndpointType.TCP, "220"),
     ("IMAP", re.compile(rb"\* (OK|PREAUTH)\b"), EndpointType.TCP, "* "),

@@ -125,7 +125,8 @@ class BannerPeer(AsyncioPeer):
     def __init__(
         self, greeting: bytes = b"", reply: bytes = b"", close: bool = False, reset: bool = False
     ) -> None:
-        super().__init__(lambda: _Banner(greeting, reply, close, reset))
+        self.greeting = greeting  # read per connection: a test may change it
+        super().__init__(lambda: _Banner(self.greeting, reply, close, reset))
 
 
 class _Handler:
