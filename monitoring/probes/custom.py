@@ -116,7 +116,9 @@ async def _speaks_tls(host: str, port: int) -> bool:
     except (TimeoutError, OSError, ssl.SSLError):
         sock.close()
         return False
-    writer.close()
+    # Abort, not close: a TLS close waits for the server's close_notify, and a socket still
+    # waiting when the batch's event loop ends is never closed.
+    writer.transport.abort()
     return True
 
 

@@ -123,13 +123,27 @@ async def probe(task: ProbeTask, context: ProbeContext) -> Outcome:
             await _starttls(session, extensions, host, tls, bool(task.config.get("starttls")))
         ssl_object = writer.get_extra_info("ssl_object")
         await session.quit()
-    finally:
-        writer.close()
+        await _hang_up(writer)
+    except BaseException:
+        writer.transport.abort()  # a failed or cancelled check owes the server no goodbye
+        raise
     secured = "; TLS" if ssl_object is not None else ""
     return Outcome(
         f"{greeting.code} {greeting.lines[0]}"[:150] + secured,
         certificate=peer_certificate(ssl_object),
     )
+
+
+async def _hang_up(writer: asyncio.StreamWriter) -> None:
+    """Close, waiting briefly for the socket to be closed: over TLS, closing waits for the
+    server's close_notify, which must not outlive the batch's event loop (a socket left
+    open there is never closed)."""
+    writer.close()
+    try:
+        async with asyncio.timeout(QUIT_WAIT):
+            await writer.wait_closed()
+    except (TimeoutError, OSError, ssl.SSLError):
+        writer.transport.abort()
 
 
 async def _starttls(

@@ -89,12 +89,16 @@ class AsyncioPeer:
 
 
 class _Banner(asyncio.Protocol):
-    """Sends the greeting, answers every line received with `reply` (if any); `close`:
-    hangs up right after the greeting; `reset`: resets the connection at once."""
+    """Sends the greeting, answers the n-th line received with the n-th of `replies` (the
+    last one again after that; none: silence); `close`: hangs up right after the greeting;
+    `reset`: resets the connection at once."""
 
-    def __init__(self, greeting: bytes, reply: bytes, close: bool, reset: bool) -> None:
-        self.greeting, self.reply, self.close, self.reset = greeting, reply, close, reset
+    def __init__(
+        self, greeting: bytes, replies: tuple[bytes, ...], close: bool, reset: bool
+    ) -> None:
+        self.greeting, self.replies, self.close, self.reset = greeting, replies, close, reset
         self.buffer = b""
+        self.answered = 0
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
@@ -114,19 +118,26 @@ class _Banner(asyncio.Protocol):
         self.buffer += data
         while b"\n" in self.buffer:
             _, self.buffer = self.buffer.split(b"\n", 1)
-            if self.reply:
-                self.transport.write(self.reply)
+            if self.replies:
+                self.transport.write(self.replies[min(self.answered, len(self.replies) - 1)])
+                self.answered += 1
 
 
 class BannerPeer(AsyncioPeer):
-    """Greets with `greeting` (nothing: a silent server), then answers each line with
-    `reply`; with `close`, hangs up after greeting; with `reset`, resets every connection."""
+    """Greets with `greeting` (nothing: a silent server), then answers each line with the
+    next of `replies` (one `bytes`: every line with it); with `close`, hangs up after the
+    greeting; with `reset`, resets every connection."""
 
     def __init__(
-        self, greeting: bytes = b"", reply: bytes = b"", close: bool = False, reset: bool = False
+        self,
+        greeting: bytes = b"",
+        replies: bytes | tuple[bytes, ...] = (),
+        close: bool = False,
+        reset: bool = False,
     ) -> None:
         self.greeting = greeting  # read per connection: a test may change it
-        super().__init__(lambda: _Banner(self.greeting, reply, close, reset))
+        script = (replies,) if isinstance(replies, bytes) else replies
+        super().__init__(lambda: _Banner(self.greeting, script, close, reset))
 
 
 class _Handler:

@@ -150,7 +150,7 @@ def silent_peer() -> Iterator[BannerPeer]:
 @pytest.fixture(scope="session")
 def pong_peer() -> Iterator[BannerPeer]:
     """Says nothing first; answers every line with `+PONG`."""
-    yield from _serve(BannerPeer(reply=b"+PONG\r\n"))
+    yield from _serve(BannerPeer(replies=b"+PONG\r\n"))
 
 
 @pytest.fixture(scope="session")

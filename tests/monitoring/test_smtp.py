@@ -10,6 +10,7 @@ import pytest
 from healthmon.errors import InvalidInput
 from monitoring.targets import TargetError, validate_target
 from monitoring.validation import validate_config
+from tests.monitoring.async_peers import SMTP_BANNER, BannerPeer
 from tests.monitoring.probing import is_phrase, run
 
 SHORT = 1.0  # for checks that must time out
@@ -90,6 +91,49 @@ def test_a_554_greeting_is_down(banner_peers):
     assert (result.ok, result.error) == (False, "SMTP 554")
     assert is_phrase("smtp", result.error)
     assert result.error_detail == "greeting: 554 5.7.1 no service for you"
+
+
+@pytest.mark.parametrize(
+    ("replies", "error", "detail"),
+    [
+        pytest.param(
+            (b"502 5.5.2 Error: command not recognized\r\n",),
+            "SMTP 502",
+            "EHLO: 502 5.5.2 Error: command not recognized",
+            id="ehlo-refused",
+        ),
+        pytest.param(
+            (
+                b"250-mx.example.test\r\n250-SIZE 1000\r\n250 STARTTLS\r\n",
+                b"454 4.7.0 TLS not available\r\n",
+            ),
+            "SMTP 454",
+            "STARTTLS: 454 4.7.0 TLS not available",
+            id="starttls-refused",
+        ),
+        pytest.param(
+            (b"250-mx.example.test\r\n" * 101,),
+            "protocol error",
+            "a reply of more than 100 lines",
+            id="endless-reply",
+        ),
+        pytest.param(
+            (b"250 " + b"x" * 5000 + b"\r\n",),
+            "protocol error",
+            "a reply line longer than 4096 bytes",
+            id="endless-line",
+        ),
+    ],
+)
+def test_a_server_failing_a_step_is_down(replies, error, detail):
+    peer = BannerPeer(SMTP_BANNER, replies=replies)
+    try:
+        result = run("smtp", peer.url("smtp"))
+    finally:
+        peer.stop()
+
+    assert (result.ok, result.error, result.error_detail) == (False, error, detail)
+    assert is_phrase("smtp", result.error)
 
 
 def test_another_protocol_is_down(banner_peers):
