@@ -50,10 +50,12 @@ class EndpointType(models.TextChoices):
     REDIS = "redis", "Redis"
     ELASTICSEARCH = "elasticsearch", "Elasticsearch"
     WEBSOCKET = "websocket", "WebSocket"
-    CUSTOM = "custom", "Custom (auto-detect)"
-    HEARTBEAT = "heartbeat", "Heartbeat (the job pings us)"
+    TCP = "tcp", "TCP port"
+    SMTP = "smtp", "SMTP"
     ICMP = "icmp", "ICMP (ping)"
     DNS = "dns", "DNS"
+    CUSTOM = "custom", "Custom (auto-detect)"
+    HEARTBEAT = "heartbeat", "Heartbeat (the job pings us)"
 
 
 class EndpointStatus(models.TextChoices):

@@ -27,6 +27,8 @@ SCHEMES: dict[str, tuple[str, ...]] = {
     EndpointType.MYSQL: ("mysql", "mariadb"),
     EndpointType.REDIS: ("redis", "rediss"),
     EndpointType.WEBSOCKET: ("ws", "wss"),
+    EndpointType.TCP: ("tcp",),
+    EndpointType.SMTP: ("smtp", "smtps"),
 }
 SCHEMES[EndpointType.CUSTOM] = tuple(dict.fromkeys(s for v in SCHEMES.values() for s in v))
 # Not offered to `custom`: neither speaks over a connection whose protocol could be detected.
@@ -165,15 +167,25 @@ def _check_libpq_agrees(target: str, parts: SplitResult) -> None:
         raise TargetError("PostgreSQL would read another host, port or user from this URL.")
 
 
+# Schemes whose target is only a host and port: what a valid one looks like.
+_BARE_SCHEMES = {
+    "grpc": "A gRPC target is grpc://host:port",
+    "grpcs": "A gRPC target is grpc://host:port",
+    "tcp": "A TCP target is tcp://host:port",
+    "smtp": "An SMTP target is smtp://host[:port] (port 25 if none)",
+    "smtps": "An SMTPS target is smtps://host[:port] (port 465 if none)",
+}
+
+
 def _check_scheme_rules(target: str, parts: SplitResult) -> None:
     scheme = parts.scheme.lower()
     _check_query_options(parts)
     if scheme in ("postgresql", "postgres"):
         _check_libpq_agrees(target, parts)
-    if scheme in ("grpc", "grpcs"):
-        _check_port(parts.port, required=True)
+    if scheme in _BARE_SCHEMES:
+        _check_port(parts.port, required=scheme in ("grpc", "grpcs", "tcp"))
         if parts.path not in ("", "/") or parts.query or parts.username is not None:
-            raise TargetError("A gRPC target is grpc://host:port, with nothing after the port.")
+            raise TargetError(f"{_BARE_SCHEMES[scheme]}, with nothing after the port.")
     elif scheme in ("redis", "rediss") and not re.fullmatch(r"/?\d{0,2}", parts.path):
         raise TargetError("A Redis target's path is the database number, as in /0.")
     elif scheme == "icmp":

@@ -73,10 +73,18 @@ CONFIG_EXAMPLES: dict[str, dict[str, Any]] = {
     EndpointType.REDIS: {"verify_tls": False, "degraded_threshold_ms": 200},
     EndpointType.ELASTICSEARCH: {"min_status": "green"},
     EndpointType.WEBSOCKET: {"send": "ping", "expect": "pong"},
+    EndpointType.TCP: {"send": "PING\r\n", "expect": "+PONG"},
+    EndpointType.SMTP: {"starttls": True, "verify_tls": True},
     EndpointType.CUSTOM: {"verify_tls": True, "degraded_threshold_ms": 1000},
     EndpointType.HEARTBEAT: {"grace_seconds": 3600, "min_run_seconds": 30},
     EndpointType.ICMP: {"count": 5, "max_loss_percent": 20, "degraded_threshold_ms": 100},
     EndpointType.DNS: {"record_type": "MX", "expected": ["10 mail.example.com"]},
+}
+
+# An example target per type, shown beside its options.
+TARGET_EXAMPLES: dict[str, str] = {
+    EndpointType.TCP: "tcp://db.example.com:5432",
+    EndpointType.SMTP: "smtp://mail.example.com:587 (or smtps://mail.example.com:465)",
 }
 
 
@@ -91,6 +99,7 @@ def type_help() -> list[dict[str, Any]]:
                 for name, option in OPTIONS[value].items()
             ],
             "example": json.dumps(CONFIG_EXAMPLES[value], indent=2),
+            "target_example": TARGET_EXAMPLES.get(value, ""),
         }
         for value, label in EndpointType.choices
     ]

@@ -34,6 +34,8 @@ _NAMES: dict[str, str] = {
     EndpointType.REDIS: "Redis",
     EndpointType.ELASTICSEARCH: "Elasticsearch",
     EndpointType.WEBSOCKET: "WebSocket",
+    EndpointType.TCP: "Tcp",
+    EndpointType.SMTP: "Smtp",
     EndpointType.CUSTOM: "Custom",
     EndpointType.HEARTBEAT: "Heartbeat",
     EndpointType.ICMP: "Icmp",

@@ -77,7 +77,17 @@ NO_ANSWER = "no {record_type} records"  # one of the record types config.record_
 MISSING_ANSWER = "expected answer missing"
 DNS_TIMEOUT = "resolver did not answer"
 
+# --- TCP ------------------------------------------------------------------------------------
+# `{expected}` is the endpoint's own `config.expect`, cut to 40 characters: what was received
+# instead goes to `error_detail`.
+EXPECTED_NOT_RECEIVED = 'expected "{expected}" not received'
+
+# --- SMTP -----------------------------------------------------------------------------------
+SMTP_REPLY = "SMTP {code}"  # a reply code that is not the one the step expects (554, 421, ...)
+STARTTLS_NOT_OFFERED = "STARTTLS not offered"
+
 # --- Custom ---------------------------------------------------------------------------------
+# Checks stored before an unrecognized open port was watched as `tcp` still carry it.
 UNKNOWN_PROTOCOL = "protocol not recognized"
 
 _ANY = (
@@ -136,6 +146,8 @@ PHRASES: dict[str, tuple[str, ...]] = {
         REDIRECT_NOT_FOLLOWED,
         UNEXPECTED_REPLY,
     ),
+    EndpointType.TCP: (*_ANY, EXPECTED_NOT_RECEIVED),
+    EndpointType.SMTP: (*_ANY, SMTP_REPLY, STARTTLS_NOT_OFFERED, PROTOCOL_ERROR),
 }
 # A custom endpoint fails as the kind it was found to speak, or before it was found.
 PHRASES[EndpointType.CUSTOM] = tuple(

@@ -12,6 +12,8 @@ from monitoring.probes import (
     mysql,
     postgresql,
     redis,
+    smtp,
+    tcp,
     websocket,
 )
 from monitoring.probes.base import Probe
@@ -27,6 +29,8 @@ PROBES: dict[str, Probe] = {
     EndpointType.WEBSOCKET: websocket.probe,
     EndpointType.ICMP: icmp.probe,
     EndpointType.DNS: dns.probe,
+    EndpointType.TCP: tcp.probe,
+    EndpointType.SMTP: smtp.probe,
 }
 
 

@@ -97,6 +97,30 @@ OPTIONS: dict[str, Options] = {
         ),
         "expect": _text(max_length=1000, blank=True, trim=False),
     },
+    EndpointType.TCP: {
+        **_COMMON,
+        "send": _text(
+            max_length=1000,
+            blank=True,
+            trim=False,
+            help="Text to send once connected (line ends as \\r\\n in JSON); empty: nothing.",
+        ),
+        "expect": _text(
+            max_length=1000,
+            blank=True,
+            trim=False,
+            help="Text the server must send (its banner, or its answer to `send`); "
+            "empty: connecting is enough.",
+        ),
+    },
+    EndpointType.SMTP: {
+        **_TLS,
+        "starttls": Boolean(
+            default=lambda: False,
+            help="Require STARTTLS on smtp:// (it is used whenever offered); "
+            "smtps:// is TLS from the start.",
+        ),
+    },
     EndpointType.CUSTOM: _HTTP_BASED,
     EndpointType.ICMP: {
         **_COMMON,

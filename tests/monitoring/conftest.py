@@ -9,6 +9,16 @@ from typing import Protocol, TypeVar
 
 import pytest
 
+from tests.monitoring.async_peers import (
+    FTP_BANNER,
+    IMAP_BANNER,
+    POP3_BANNER,
+    SMTP_BANNER,
+    SMTP_REFUSAL,
+    SSH_BANNER,
+    BannerPeer,
+    SMTPPeer,
+)
 from tests.monitoring.peers import (
     ECHO_AUTHORIZATION,
     GRPC_NAMED_SERVICE,
@@ -126,3 +136,72 @@ def redis_wrong() -> Iterator[ReplyPeer]:
 def banner() -> Iterator[ReplyPeer]:
     """Speaks another protocol first (an SSH banner) and hangs up."""
     yield from _serve(banner_peer())
+
+
+# --- Servers that speak first, and SMTP (asyncio peers: tests/monitoring/async_peers.py) ---
+
+
+@pytest.fixture(scope="session")
+def silent_peer() -> Iterator[BannerPeer]:
+    """Accepts connections and never sends anything."""
+    yield from _serve(BannerPeer())
+
+
+@pytest.fixture(scope="session")
+def pong_peer() -> Iterator[BannerPeer]:
+    """Says nothing first; answers every line with `+PONG`."""
+    yield from _serve(BannerPeer(replies=b"+PONG\r\n"))
+
+
+@pytest.fixture(scope="session")
+def reset_peer() -> Iterator[BannerPeer]:
+    """Resets every connection as soon as it is accepted."""
+    yield from _serve(BannerPeer(reset=True))
+
+
+@pytest.fixture(scope="session")
+def hangup_peer() -> Iterator[BannerPeer]:
+    """Accepts, then closes at once without a word."""
+    yield from _serve(BannerPeer(close=True))
+
+
+BANNERS = {
+    "smtp": SMTP_BANNER,
+    "ssh": SSH_BANNER,
+    "ftp": FTP_BANNER,
+    "imap": IMAP_BANNER,
+    "pop3": POP3_BANNER,
+    "smtp_refusal": SMTP_REFUSAL,
+    "unknown": b"HELLO stranger, what do you want?\r\n",
+}
+
+
+@pytest.fixture(scope="session")
+def banner_peers() -> Iterator[dict[str, BannerPeer]]:
+    """By name (`BANNERS`): a server greeting with that banner, then silent."""
+    peers = {name: BannerPeer(greeting) for name, greeting in BANNERS.items()}
+    try:
+        yield peers
+    finally:
+        for peer in peers.values():
+            peer.stop()
+
+
+@pytest.fixture(scope="session")
+def smtp_peer() -> Iterator[SMTPPeer]:
+    """aiosmtpd without TLS: no STARTTLS offered."""
+    yield from _serve(SMTPPeer())
+
+
+@pytest.fixture(scope="session")
+def smtp_starttls_peer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SMTPPeer]:
+    """aiosmtpd offering STARTTLS with a self-signed certificate for 127.0.0.1."""
+    context = self_signed_context(tmp_path_factory.mktemp("smtp-starttls"))
+    yield from _serve(SMTPPeer(starttls=context))
+
+
+@pytest.fixture(scope="session")
+def smtps_peer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SMTPPeer]:
+    """aiosmtpd speaking TLS from the first byte (smtps), self-signed."""
+    context = self_signed_context(tmp_path_factory.mktemp("smtps"))
+    yield from _serve(SMTPPeer(implicit=context))

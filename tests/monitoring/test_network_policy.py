@@ -125,10 +125,15 @@ KIND_TARGETS = [
     ("redis", "redis://{netloc}/0"),
     ("elasticsearch", "http://{netloc}/"),
     ("websocket", "ws://{netloc}/"),
+    ("tcp", "tcp://{netloc}"),
+    ("smtp", "smtp://{netloc}"),
+    ("smtp", "smtps://{netloc}"),
     ("custom", "{netloc}"),
     ("custom", "http://{netloc}/"),
     ("custom", "http://{netloc}/graphql"),
     ("custom", "redis://{netloc}/0"),
+    ("custom", "tcp://{netloc}"),
+    ("custom", "smtp://{netloc}"),
 ]
 
 
@@ -405,6 +410,16 @@ def test_canary_counts_a_probe_when_private_networks_are_allowed(
 ) -> None:
     settings.PROBE_ALLOW_PRIVATE_NETWORKS = True
     result = probe("http", f"http://127.0.0.1:{canary.port}/", timeout=TIMEOUT)
+    assert canary.wait_for_connection() >= 1
+    assert result.error != NOT_ALLOWED
+
+
+@pytest.mark.parametrize(("kind", "form"), [("tcp", "tcp://{}"), ("smtp", "smtp://{}")])
+def test_canary_counts_a_tcp_or_smtp_probe_when_private_networks_are_allowed(
+    settings: Any, canary: Canary, kind: str, form: str
+) -> None:
+    settings.PROBE_ALLOW_PRIVATE_NETWORKS = True
+    result = probe(kind, form.format(f"127.0.0.1:{canary.port}"), timeout=TIMEOUT)
     assert canary.wait_for_connection() >= 1
     assert result.error != NOT_ALLOWED
 

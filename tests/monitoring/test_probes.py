@@ -535,11 +535,14 @@ def test_custom_detects_the_protocol_from_the_scheme(request, peer, target, dete
     assert result.detected_type == detected
 
 
-def test_custom_unknown_protocol_is_down(banner):
-    result = run("custom", banner.address)
+def test_custom_watches_an_unrecognized_open_port_as_tcp(banner_peers):
+    result = run("custom", banner_peers["unknown"].address)
 
-    assert not result.ok
-    assert result.error
+    assert_up(result)
+    assert result.detected_type == "tcp"
+    assert result.status_detail == (
+        "protocol not recognized; it said: HELLO stranger, what do you want? (connected)"
+    )
 
 
 def test_custom_detected_service_with_a_wrong_answer_is_down(http_peer):

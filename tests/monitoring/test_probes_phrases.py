@@ -380,10 +380,26 @@ CASES = [
         "self-signed certificate",
         id="websocket-untrusted",
     ),
-    # --- Custom: before the protocol is known, then as the kind found
+    # --- TCP
+    case("tcp", "tcp://{closed}", "connection refused", "Connect call failed", id="tcp-refused"),
+    case("tcp", "tcp://{stall}", TIMED_OUT, config={"expect": "220"}, id="tcp-timeout"),
     case(
-        "custom", "{banner}", "protocol not recognized", "no MySQL, PostgreSQL", id="custom-unknown"
+        "tcp",
+        "tcp://{banner}",
+        'expected "220" not received',
+        "received: SSH-2.0-OpenSSH",
+        {"expect": "220"},
+        id="tcp-wrong-banner",
     ),
+    # --- SMTP
+    case("smtp", "smtp://{closed}", "connection refused", "Connect call failed", id="smtp-refused"),
+    case("smtp", "smtp://{stall}", TIMED_OUT, id="smtp-timeout"),
+    case("smtp", "smtp://{banner}", "protocol error", "not an SMTP reply", id="smtp-not-smtp"),
+    case(
+        "smtp", "smtps://{http}", "TLS handshake failed", "WRONG_VERSION_NUMBER", id="smtps-plain"
+    ),
+    # --- Custom: before the protocol is known, then as the kind found
+    case("custom", "smtp://{banner}", "protocol error", "not an SMTP reply", id="custom-smtp"),
     case("custom", "{closed}", "connection refused", "Connect call failed", id="custom-refused"),
     case(
         "custom",
