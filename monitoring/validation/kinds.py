@@ -19,6 +19,7 @@ from monitoring.models import (
     EndpointType,
 )
 from monitoring.schedules import Schedule, schedule_errors, schedule_of
+from monitoring.validation.assertions import MAX_ASSERTIONS, Assertions
 from monitoring.validation.options import (
     UNKNOWN_OPTION,
     Boolean,
@@ -47,6 +48,14 @@ _TLS: Options = {
     ),
 }
 _HTTP_BASED: Options = {**_TLS, "headers": Headers(help="Extra request headers.")}
+# The kinds whose response a user may assert on (a WebSocket's is a handshake, a custom
+# endpoint's is not known to be HTTP).
+_ASSERTING: Options = {
+    "assertions": Assertions(
+        help=f"Up to {MAX_ASSERTIONS} checks of the response, in order; the first unmet "
+        "one fails the check."
+    ),
+}
 
 
 def _text(default: str = "", **rules: Any) -> Text:
@@ -65,10 +74,12 @@ OPTIONS: dict[str, Options] = {
         ),
         "body_contains": _text(max_length=1000, blank=True, trim=False),
         "follow_redirects": Boolean(default=lambda: True, help="Up to 5 hops."),
+        **_ASSERTING,
     },
     EndpointType.GRAPHQL: {
         **_HTTP_BASED,
         "query": _text("{ __typename }", max_length=10_000),
+        **_ASSERTING,
     },
     EndpointType.GRPC: {
         **_TLS,
@@ -85,6 +96,7 @@ OPTIONS: dict[str, Options] = {
             default=lambda: "yellow",
             help="The worst cluster status that still counts as up.",
         ),
+        **_ASSERTING,
     },
     EndpointType.WEBSOCKET: {
         **_HTTP_BASED,
