@@ -276,7 +276,7 @@ def _status_after(
         return EndpointStatus.DOWN
     if not result.ok:
         return endpoint.status  # a failure not yet confirmed changes nothing
-    slow = endpoint.config_masked.get("degraded_threshold_ms")
+    slow = endpoint.config_masked.get("degraded_above_ms")
     # A check with no time (a heartbeat ping without a start) is never slow.
     timed = result.response_time_ms
     if slow is not None and timed is not None and timed > slow:

@@ -164,7 +164,7 @@ ENDPOINT_EXAMPLES = [
             "name": "Catalog GraphQL",
             "type": "graphql",
             "target": "https://catalog.example.com/graphql",
-            "config": {"query": "{ __typename }", "degraded_threshold_ms": 800},
+            "config": {"query": "{ __typename }", "degraded_above_ms": 800},
         },
     ),
     OpenApiExample(
