@@ -109,6 +109,7 @@ def endpoint_page(request: HttpRequest, endpoint_id: str) -> HttpResponse:
             width=width,
             height=height,
             max_columns=columns,
+            degraded=data["degraded"],
         )
 
     def availability(width: int, height: int) -> SafeString:
@@ -123,6 +124,7 @@ def endpoint_page(request: HttpRequest, endpoint_id: str) -> HttpResponse:
             title=f"Availability of {endpoint.name}",
             width=width,
             height=height,
+            degraded=data["degraded"],
         )
 
     context: dict[str, Any] = {
