@@ -5,13 +5,13 @@ the endpoint's page; a resolution also says how long the incident lasted."""
 import json
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 from django.conf import settings
 from django.urls import reverse
 
 from alerts.models import ChannelKind, NotificationEvent
-from monitoring.models import Endpoint, Incident
+from monitoring.models import Endpoint, Incident, StatusChange
 
 
 class IncidentDocument(TypedDict):
@@ -41,6 +41,15 @@ class ProjectDocument(TypedDict):
     name: str
 
 
+class ChangeDocument(TypedDict):
+    """The status change an `endpoint.*` event tells of."""
+
+    from_status: str
+    to_status: str
+    changed_at: str
+    reason: str
+
+
 class EventDocument(TypedDict):
     """An event as webhooks receive it and deliveries store it."""
 
@@ -50,6 +59,7 @@ class EventDocument(TypedDict):
     incident: IncidentDocument | None
     endpoint: EndpointDocument | None
     project: ProjectDocument | None
+    change: NotRequired[ChangeDocument]  # `endpoint.degraded` and `endpoint.recovered` only
 
 
 def endpoint_link(endpoint_id: object) -> str:
@@ -76,9 +86,30 @@ def event_document(
     incident: Incident | None,
     endpoint: Endpoint | None,
     project_name: str,
+    change: StatusChange | None = None,
 ) -> EventDocument:
     """The event as webhooks receive it: `{event, id, occurred_at, incident, endpoint,
-    project}` (the endpoint without its target, which may hold credentials)."""
+    project}` (the endpoint without its target, which may hold credentials), and the
+    `change` of an `endpoint.*` event."""
+    document = _document(event, event_id, occurred_at, incident, endpoint, project_name)
+    if change is not None:
+        document["change"] = {
+            "from_status": change.from_status,
+            "to_status": change.to_status,
+            "changed_at": change.changed_at.isoformat(),
+            "reason": change.reason,
+        }
+    return document
+
+
+def _document(
+    event: str,
+    event_id: object,
+    occurred_at: datetime,
+    incident: Incident | None,
+    endpoint: Endpoint | None,
+    project_name: str,
+) -> EventDocument:
     return {
         "event": event,
         "id": str(event_id),
@@ -126,6 +157,8 @@ def headline(document: EventDocument) -> str:
     """One line: what happened to what."""
     if document["event"] == NotificationEvent.TEST:
         return "healthmon test notification: this channel works."
+    if "change" in document:
+        return _change_headline(document)
     incident, endpoint, project = _about(document)
     where = f"{endpoint['name']} ({project['name']})"
     if document["event"] == NotificationEvent.OPENED:
@@ -134,10 +167,27 @@ def headline(document: EventDocument) -> str:
     return f"RECOVERED: {where} after {duration_text(duration)}"
 
 
+def _change_headline(document: EventDocument) -> str:
+    endpoint, project = document["endpoint"], document["project"]
+    if endpoint is None or project is None:
+        raise ValueError(f"A {document['event']} event names no endpoint.")
+    where = f"{endpoint['name']} ({project['name']})"
+    if document["event"] == NotificationEvent.DEGRADED:
+        return f"DEGRADED: {where} is slower than its threshold"
+    return f"NO LONGER DEGRADED: {where}"
+
+
 def details(document: EventDocument) -> list[str]:
     """The lines under the headline."""
     if document["event"] == NotificationEvent.TEST:
         return [f"Sent at {document['occurred_at']}."]
+    if "change" in document and document["endpoint"] is not None:
+        change = document["change"]
+        return [
+            f"Last check: {change['reason'] or 'ok'}",
+            f"Since: {change['changed_at']}",
+            document["endpoint"]["url"],
+        ]
     incident, endpoint, _ = _about(document)
     lines = [f"Cause: {incident['cause'] or 'unknown'}", f"Since: {incident['started_at']}"]
     if incident["resolved_at"]:

@@ -215,6 +215,9 @@ class NotificationEvent(models.TextChoices):
 
     OPENED = "incident.opened", "Incident opened"
     RESOLVED = "incident.resolved", "Incident resolved"
+    # An endpoint slower than its `config.degraded_above_ms`, and back under it.
+    DEGRADED = "endpoint.degraded", "Endpoint degraded"
+    RECOVERED = "endpoint.recovered", "Endpoint recovered (no longer degraded)"
     TEST = "test", "Test"
 
 
@@ -240,8 +243,9 @@ class DeliveryQuerySet(models.QuerySet["Delivery"]):
         (an organization-wide channel also carries the other projects')."""
         if user.is_manager:
             return self
-        mine = Q(incident__endpoint__project_id__in=visible_project_ids(user))
-        return self.filter(Q(incident__isnull=True) | mine)
+        projects = visible_project_ids(user)
+        mine = Q(incident__endpoint__project_id__in=projects) | Q(endpoint__project_id__in=projects)
+        return self.filter(Q(incident__isnull=True, endpoint__isnull=True) | mine)
 
 
 class Delivery(models.Model):
@@ -260,6 +264,10 @@ class Delivery(models.Model):
     event_id = models.UUIDField()
     incident = models.ForeignKey(
         Incident, on_delete=models.CASCADE, null=True, blank=True, related_name="+"
+    )
+    # The endpoint of an event about an endpoint rather than an incident (`endpoint.*`).
+    endpoint = models.ForeignKey(
+        Endpoint, on_delete=models.CASCADE, null=True, blank=True, related_name="+"
     )
     occurred_at = models.DateTimeField()
     payload = models.JSONField(default=dict, help_text="The event as sent (no secrets).")

@@ -33,7 +33,7 @@ from alerts.models import (
     Scoped,
     load_scopes,
 )
-from monitoring.models import Endpoint, Incident
+from monitoring.models import Endpoint, EndpointStatus, Incident, StatusChange
 from monitoring.probes.secrets import masked
 from monitoring.targets import MASK
 
@@ -290,6 +290,83 @@ def notifications_queue(
         for channel in covering:
             suppressed = everywhere or (resolution and (incident.pk, channel.pk) in quiet)
             rows.append(_delivery(channel, event, key, incident, now, document, suppressed))
+    stored = Delivery.objects.bulk_create(rows, ignore_conflicts=True)
+    pending = [(str(d.pk), 0) for d in stored if d.status == DeliveryStatus.PENDING]
+    if pending:
+        transaction.on_commit(lambda: queue(pending))
+    return len(stored)
+
+
+def _degradation_event(change: StatusChange) -> str:
+    """`endpoint.degraded` on entering degraded, `endpoint.recovered` on leaving it for up;
+    "" for any other move (going down or back up from down is an incident's to tell)."""
+    if change.to_status == EndpointStatus.DEGRADED:
+        return NotificationEvent.DEGRADED
+    if change.from_status == EndpointStatus.DEGRADED and change.to_status == EndpointStatus.UP:
+        return NotificationEvent.RECOVERED
+    return ""
+
+
+def degradations_queue(
+    *, changes: Sequence[StatusChange], endpoints: dict[uuid.UUID, Endpoint]
+) -> int:
+    """Write a delivery per channel for each endpoint that became degraded or recovered from
+    it, and queue them once the transaction commits. Called by `checks_record`, inside its
+    transaction, with the status changes it just made.
+
+    Each change happens once (a batch delivered twice moves nothing), and its key is derived
+    from the change, so the outbox's unique constraint refuses a second write all the same.
+    A change inside a maintenance window of its endpoint is stored suppressed, for good:
+    slowness during maintenance is expected, and stale once it ends. Returns the deliveries
+    written; no query runs when no endpoint entered or left degraded.
+    """
+    events = [(c, event) for c in changes if (event := _degradation_event(c))]
+    if not events:
+        return 0
+    now = timezone.now()
+    found = Project.objects.filter(pk__in={endpoints[c.endpoint_id].project_id for c, _ in events})
+    rows_of = {
+        pk: (org, name) for pk, org, name in found.values_list("pk", "organization_id", "name")
+    }
+    projects = {pk: org for pk, (org, _) in rows_of.items()}
+    channels = _channels_by_org(set(projects.values()))
+    heard = [
+        (change, event, covering)
+        for change, event in events
+        if (covering := _covering(channels, projects, endpoints[change.endpoint_id]))
+    ]
+    if not heard:
+        return 0
+    times = [change.changed_at for change, _, _ in heard]
+    involved = list({c.endpoint_id: endpoints[c.endpoint_id] for c, _, _ in heard}.values())
+    windows = maintenance_intervals(involved, min(times), max(times) + timedelta(microseconds=1))
+    rows = []
+    for change, event, covering in heard:
+        endpoint = endpoints[change.endpoint_id]
+        key = event_key(change.pk, event)
+        document = messages.event_document(
+            event=event,
+            event_id=key,
+            occurred_at=now,
+            incident=None,
+            endpoint=endpoint,
+            project_name=rows_of[endpoint.project_id][1],
+            change=change,
+        )
+        quiet = any(s <= change.changed_at < e for s, e in windows.get(endpoint.pk, ()))
+        rows += [
+            Delivery(
+                channel=channel,
+                event=event,
+                event_id=key,
+                endpoint=endpoint,
+                occurred_at=now,
+                payload=document,
+                status=DeliveryStatus.SUPPRESSED if quiet else DeliveryStatus.PENDING,
+                next_attempt_at=None if quiet else now + HOLD,
+            )
+            for channel in covering
+        ]
     stored = Delivery.objects.bulk_create(rows, ignore_conflicts=True)
     pending = [(str(d.pk), 0) for d in stored if d.status == DeliveryStatus.PENDING]
     if pending:

@@ -28,9 +28,9 @@ from analytics.rows import (
     SlaRow,
     SummaryRow,
 )
-from analytics.selectors import bucket_for
+from analytics.selectors import bucket_for, degraded_stretches
 from analytics.windows import PERIODS
-from healthmon.intervals import Window
+from healthmon.intervals import Interval, Window
 from monitoring.models import CheckResult, Endpoint, EndpointStatus, Incident
 
 OVERVIEW_PAGE_SIZE = 100
@@ -107,6 +107,7 @@ class EndpointDetail(TypedDict):
     availability: AvailabilityRow
     errors: ErrorsRow
     sla: SlaRow
+    degraded: list[Interval]  # when it was slow, yet up
     checks: list[CheckResult]
     incidents: list[Incident]
 
@@ -235,6 +236,7 @@ def endpoint_detail(endpoint: Endpoint, period: str, now: datetime) -> EndpointD
         "availability": availability,
         "errors": errors,
         "sla": sla,
+        "degraded": degraded_stretches(endpoint, window, now),
         "checks": list(
             CheckResult.objects.filter(endpoint=endpoint).order_by("-checked_at")[:RECENT]
         ),

@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 from uuid import UUID
 
 from django.db import connection
-from django.db.models import Max, Min, Q, Sum
+from django.db.models import Max, Min, Q, Subquery, Sum
 
 from alerts.maintenance import maintenance_intervals
 from analytics import histogram
@@ -293,6 +293,36 @@ def coverage(endpoints: Sequence[Endpoint], window: Window, now: datetime) -> di
             watched, intersect(sorted(clip(down[endpoint.pk], window)), watched), held
         )
     return result
+
+
+def degraded_stretches(endpoint: Endpoint, window: Window, now: datetime) -> list[Interval]:
+    """When the endpoint was degraded (slow, yet up) within the window, from its status
+    history: the moves into and out of degraded inside it, and the last one before it,
+    which says how it began (one query; none for an endpoint with no threshold, which
+    cannot be degraded)."""
+    if endpoint.config_masked.get("degraded_above_ms") is None:
+        return []
+    degraded = EndpointStatus.DEGRADED
+    moves = StatusChange.objects.filter(endpoint=endpoint).filter(
+        Q(to_status=degraded) | Q(from_status=degraded)
+    )
+    before = moves.filter(changed_at__lt=window.start).order_by("-changed_at", "-id")
+    found = moves.filter(changed_at__lt=window.end).filter(
+        Q(changed_at__gte=window.start) | Q(pk=Subquery(before.values("pk")[:1]))
+    )
+    stretches: list[Interval] = []
+    since = None
+    for changed_at, to_status in found.order_by("changed_at", "id").values_list(
+        "changed_at", "to_status"
+    ):
+        if to_status == degraded:
+            since = since or max(changed_at, window.start)
+        elif since is not None:
+            stretches.append((since, changed_at))
+            since = None
+    if since is not None:
+        stretches.append((since, min(window.end, now)))
+    return stretches
 
 
 # Statuses in which nothing is watched: paused, or pending, waiting for the first check

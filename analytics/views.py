@@ -21,6 +21,7 @@ from analytics.dashboards import OverviewFilters
 from analytics.reports import MAX_COMPARED
 from analytics.windows import PERIODS
 from monitoring.access import access_endpoint
+from monitoring.assertion_results import assertion_results
 from monitoring.models import Endpoint, EndpointStatus, EndpointType
 
 PERIOD_CHOICES = [
@@ -109,6 +110,7 @@ def endpoint_page(request: HttpRequest, endpoint_id: str) -> HttpResponse:
             width=width,
             height=height,
             max_columns=columns,
+            degraded=data["degraded"],
         )
 
     def availability(width: int, height: int) -> SafeString:
@@ -123,6 +125,7 @@ def endpoint_page(request: HttpRequest, endpoint_id: str) -> HttpResponse:
             title=f"Availability of {endpoint.name}",
             width=width,
             height=height,
+            degraded=data["degraded"],
         )
 
     context: dict[str, Any] = {
@@ -136,6 +139,8 @@ def endpoint_page(request: HttpRequest, endpoint_id: str) -> HttpResponse:
         "refresh": 30,
         **data,
     }
+    latest = data["checks"][0] if data["checks"] else None
+    context["assertion_results"] = assertion_results(endpoint, latest)
     if endpoint.type == EndpointType.HEARTBEAT and endpoint.ping_key:
         context["heartbeat"] = pings.heartbeat_panel(endpoint, now)
     return render(request, "analytics/endpoint.html", context)

@@ -97,13 +97,17 @@ class InvalidInput(DomainError):
         super().__init__(first_message(self.errors) or self.default_detail)
 
     def nested(self, field: str) -> "InvalidInput":
-        """The same errors under `field` (a config's errors as the endpoint's `config.*`)."""
+        """The same errors under `field` (a config's errors as the endpoint's `config.*`;
+        a list element's `[2].part` as `field[2].part`)."""
         return InvalidInput(
-            {
-                field if name == NON_FIELD else f"{field}.{name}": messages
-                for name, messages in self.errors.items()
-            }
+            {_joined(field, name): messages for name, messages in self.errors.items()}
         )
+
+
+def _joined(field: str, name: str) -> str:
+    if name == NON_FIELD:
+        return field
+    return f"{field}{name}" if name.startswith("[") else f"{field}.{name}"
 
 
 def first_message(errors: Mapping[str, Sequence[str]]) -> str:

@@ -130,10 +130,11 @@ def checks_store(*, outcomes: Sequence[CheckOutcome]) -> Stored:
 
 @dataclass(frozen=True)
 class Transitions:
-    """The incidents a batch opened and resolved, saved."""
+    """The incidents a batch opened and resolved, and the status changes it made, saved."""
 
     opened: list[Incident]
     resolved: list[Incident]
+    changes: list[StatusChange] = field(default_factory=list)
 
 
 @dataclass
@@ -189,7 +190,7 @@ def incidents_advance(
         if applied:
             changed.append(endpoint)
     ledger.write(changed)
-    return Transitions(ledger.opened, ledger.resolved)
+    return Transitions(ledger.opened, ledger.resolved, ledger.changes)
 
 
 def _is_stale(endpoint: Endpoint, outcome: CheckOutcome) -> bool:
@@ -225,9 +226,11 @@ def _apply_outcome(endpoint: Endpoint, outcome: CheckOutcome, ledger: _Ledger) -
     # Leaving pending, the endpoint has been watched since its streak began: a failure
     # confirmed at the third check was down, and watched, from the first (its incident's start).
     at = endpoint.streak_started_at if endpoint.status == EndpointStatus.PENDING else None
-    change = endpoint.move_to(
-        status, at or outcome.checked_at, result.error or result.status_detail
-    )
+    reason = result.error or result.status_detail
+    if status == EndpointStatus.DEGRADED:
+        slow = endpoint.config_masked.get("degraded_above_ms")
+        reason = f"{reason}, {result.response_time_ms:.0f} ms (above {slow} ms)".lstrip(", ")
+    change = endpoint.move_to(status, at or outcome.checked_at, reason)
     if change is not None:
         ledger.changes.append(change)
         logger.info(
@@ -276,7 +279,7 @@ def _status_after(
         return EndpointStatus.DOWN
     if not result.ok:
         return endpoint.status  # a failure not yet confirmed changes nothing
-    slow = endpoint.config_masked.get("degraded_threshold_ms")
+    slow = endpoint.config_masked.get("degraded_above_ms")
     # A check with no time (a heartbeat ping without a start) is never slow.
     timed = result.response_time_ms
     if slow is not None and timed is not None and timed > slow:

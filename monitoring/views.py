@@ -21,7 +21,7 @@ from accounts.access import member_required, page_user
 from accounts.models import Project
 from healthmon.errors import PROBLEM_CONTENT_TYPE, ErrorCode, InvalidInput, problem
 from healthmon.pages import PageForm
-from monitoring import services
+from monitoring import forms, services
 from monitoring.access import access_endpoint
 from monitoring.api.serializers import EndpointSerializer
 from monitoring.models import SLA_TIERS, Endpoint, EndpointType
@@ -66,18 +66,18 @@ CONFIG_EXAMPLES: dict[str, dict[str, Any]] = {
         "headers": {"Accept": "application/json"},
         "body_contains": "ok",
     },
-    EndpointType.GRAPHQL: {"query": "{ __typename }", "degraded_threshold_ms": 800},
+    EndpointType.GRAPHQL: {"query": "{ __typename }", "degraded_above_ms": 800},
     EndpointType.GRPC: {"service": "payments.v1.Payments", "tls": True},
-    EndpointType.POSTGRESQL: {"verify_tls": True, "degraded_threshold_ms": 500},
-    EndpointType.MYSQL: {"verify_tls": True, "degraded_threshold_ms": 500},
-    EndpointType.REDIS: {"verify_tls": False, "degraded_threshold_ms": 200},
+    EndpointType.POSTGRESQL: {"verify_tls": True, "degraded_above_ms": 500},
+    EndpointType.MYSQL: {"verify_tls": True, "degraded_above_ms": 500},
+    EndpointType.REDIS: {"verify_tls": False, "degraded_above_ms": 200},
     EndpointType.ELASTICSEARCH: {"min_status": "green"},
     EndpointType.WEBSOCKET: {"send": "ping", "expect": "pong"},
     EndpointType.TCP: {"send": "PING\r\n", "expect": "+PONG"},
     EndpointType.SMTP: {"starttls": True, "verify_tls": True},
-    EndpointType.CUSTOM: {"verify_tls": True, "degraded_threshold_ms": 1000},
+    EndpointType.CUSTOM: {"verify_tls": True, "degraded_above_ms": 1000},
     EndpointType.HEARTBEAT: {"grace_seconds": 3600, "min_run_seconds": 30},
-    EndpointType.ICMP: {"count": 5, "max_loss_percent": 20, "degraded_threshold_ms": 100},
+    EndpointType.ICMP: {"count": 5, "max_loss_percent": 20, "degraded_above_ms": 100},
     EndpointType.DNS: {"record_type": "MX", "expected": ["10 mail.example.com"]},
 }
 
@@ -157,8 +157,38 @@ def _form_page(
         "default_timeout": DEFAULT_TIMEOUT,
         "sla_tiers": SLA_TIERS,
     }
+    context.update(_assertion_context(request, form, endpoint))
     status = form.status if form.errors else 200
     return render(request, "monitoring/endpoint_form.html", context, status=status)
+
+
+def _assertion_context(
+    request: HttpRequest, form: PageForm, endpoint: Endpoint | None
+) -> dict[str, Any]:
+    """The assertion editor's rows: as posted (with their errors), or as saved."""
+    posted = request.method == "POST" and forms.SHOWN_MARK in request.POST
+    rows = forms.posted_rows(request.POST) if posted else forms.stored_rows(endpoint)
+    return {
+        "assertion_rows": forms.shown_rows(rows, form.errors.get("config", [])),
+        "assertion_sources": forms.SOURCE_CHOICES,
+        "assertion_comparisons": forms.COMPARISON_CHOICES,
+        "assertion_help": forms.SUPPORTED_HELP,
+    }
+
+
+def _with_rows(request: HttpRequest, data: QueryDict, endpoint: Endpoint | None) -> QueryDict:
+    """The posted fields with the assertion rows put into the config they are checked in."""
+    kind = data.get("type") or (endpoint.type if endpoint else "")
+    merged = forms.merge_rows(request.POST, request.POST.get("config", ""), endpoint, kind)
+    if merged is not None:
+        data["config"] = merged
+    return data
+
+
+def _shown_as_typed(form: PageForm, request: HttpRequest) -> PageForm:
+    """The options box shows what was typed in it, not the config the rows went into."""
+    form.data = {**dict(form.data.items()), "config": request.POST.get("config", "")}
+    return form
 
 
 def _initial(endpoint: Endpoint) -> dict[str, Any]:
@@ -174,7 +204,7 @@ def _initial(endpoint: Endpoint) -> dict[str, Any]:
         "failure_threshold": endpoint.failure_threshold,
         "recovery_threshold": endpoint.recovery_threshold,
         "sla_target": endpoint.sla_target,
-        "config": json.dumps(endpoint.config_masked, indent=2),
+        "config": json.dumps(forms.without_assertions(endpoint.config_masked), indent=2),
     }
 
 
@@ -195,11 +225,11 @@ def endpoint_create(request: HttpRequest) -> HttpResponse:
             LABELS,
         )
         return _form_page(request, form)
-    data = _posted(request, [*EDITABLE, "enabled"])
+    data = _with_rows(request, _posted(request, [*EDITABLE, "enabled"]), None)
     form = PageForm.check(EndpointSerializer, data, LABELS, context={"request": request})
     endpoint = form.attempt(services.endpoint_create)
     if endpoint is None:
-        return _form_page(request, form)
+        return _form_page(request, _shown_as_typed(form, request))
     messages.success(request, f"{endpoint.name} is monitored now.")
     return redirect("endpoint", endpoint_id=endpoint.pk)
 
@@ -214,7 +244,7 @@ def endpoint_edit(request: HttpRequest, endpoint_id: str) -> HttpResponse:
         return _form_page(request, PageForm(_initial(endpoint), LABELS), endpoint)
     with transaction.atomic():
         endpoint = access_endpoint(user, endpoint_id, for_update=True)
-        data = _posted(request, EDITABLE)
+        data = _with_rows(request, _posted(request, EDITABLE), endpoint)
         form = PageForm.check(
             EndpointSerializer,
             data,
@@ -227,7 +257,7 @@ def endpoint_edit(request: HttpRequest, endpoint_id: str) -> HttpResponse:
             form.validated["slug"] = None
         form.attempt(_update, endpoint=endpoint)
     if not form.is_valid:
-        return _form_page(request, form, endpoint)
+        return _form_page(request, _shown_as_typed(form, request), endpoint)
     messages.success(request, f"{endpoint.name} is saved.")
     return redirect("endpoint", endpoint_id=endpoint.pk)
 

@@ -10,6 +10,7 @@ stage and calls each in turn, so the order is written down once, here:
              2. add them to the rollups                 analytics.services.rollups_add
              3. move streaks, statuses and incidents    monitoring.checks.incidents_advance
              4. write and queue the notifications       alerts.services.notifications_queue
+                (and those of degraded endpoints)       alerts.services.degradations_queue
 
 Stages 1-4 share one transaction: the store stage locks the batch's endpoints (in id order,
 so two batches cannot deadlock) until the commit, so a batch delivered twice stores, counts
@@ -22,7 +23,7 @@ from uuid import UUID
 
 from django.db import transaction
 
-from alerts.services import notifications_queue
+from alerts.services import degradations_queue, notifications_queue
 from analytics.services import rollups_add
 from monitoring.checks import CheckOutcome, checks_probe, checks_store, incidents_advance
 
@@ -46,4 +47,5 @@ def checks_record(*, outcomes: Sequence[CheckOutcome]) -> int:
     rollups_add(checks=stored.checks)
     moved = incidents_advance(endpoints=stored.endpoints, outcomes=stored.outcomes)
     notifications_queue(opened=moved.opened, resolved=moved.resolved, endpoints=stored.endpoints)
+    degradations_queue(changes=moved.changes, endpoints=stored.endpoints)
     return len(stored.outcomes)

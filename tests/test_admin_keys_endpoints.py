@@ -17,7 +17,7 @@ def records(cast, make_key, make_endpoint):
         cast.project,
         type="postgresql",
         target=SECRET_TARGET,
-        config={"degraded_threshold_ms": 500},
+        config={"degraded_above_ms": 500},
     )
     http = make_endpoint(
         cast.project, config={"headers": {"Authorization": "Bearer header-secret-42"}}
@@ -87,7 +87,7 @@ def test_editing_an_endpoint_keeps_its_secrets_and_rules(staff_client, records):
     # Not form fields: the clear target and config change only through validating services.
     smuggled = {
         "target": "postgresql://x:y@evil.test:5432/x",
-        "config": '{"degraded_threshold_ms": 1}',
+        "config": '{"degraded_above_ms": 1}',
         "type": "redis",
         "enabled": "",
     }
@@ -101,7 +101,7 @@ def test_editing_an_endpoint_keeps_its_secrets_and_rules(staff_client, records):
     assert saved.sla_target == 99.95
     assert (saved.target, saved.type, saved.enabled) == (SECRET_TARGET, "postgresql", True)
     assert saved.target_masked == "postgresql://app:****@db.test:5432/app"
-    assert saved.config["degraded_threshold_ms"] == 500
+    assert saved.config["degraded_above_ms"] == 500
 
 
 def test_pause_and_resume_actions(staff_client, records):

@@ -6,6 +6,7 @@ from datetime import datetime
 from django.utils.safestring import SafeString
 
 from analytics.charts.scales import Frame, Key, Span, bucket_slots, time_range, value_ticks
+from analytics.charts.slow import slow_bands, slow_keys
 from analytics.charts.svg import (
     PALETTE,
     axes,
@@ -144,15 +145,17 @@ def availability_chart(
     height: int = 200,
     id_prefix: str | None = None,
     since: datetime | None = None,
+    degraded: Sequence[Interval] = (),
 ) -> SafeString:
-    """Draw uptime per bucket as bars coloured by level, incidents as bands over them and
-    maintenance as dashed bands.
+    """Draw uptime per bucket as bars coloured by level, incidents as bands over them,
+    maintenance as dashed bands and degraded stretches as amber bands.
 
     Levels (classes): `up` at or above 99.9%, `degraded` at or above 95%, `down` below,
     `nodata` where nothing was watched.
     """
     span, window = time_range(start, end), Window(start, end)
-    frame = plot_frame(width, height, span, AVAILABILITY_KEYS, 100.0)
+    keys = slow_keys(AVAILABILITY_KEYS, degraded)
+    frame = plot_frame(width, height, span, keys, 100.0)
     ordered = sorted(buckets, key=lambda bucket: bucket["t"])
     slots = bucket_slots([bucket["t"] for bucket in ordered], *span)
     inside = [ordered[i] for i, _, _ in slots]
@@ -164,9 +167,10 @@ def availability_chart(
     body = [
         axes(frame, value_ticks(100.0), lambda value: f"{value:g}%"),
         tag("g", bars, cls="bars"),
+        slow_bands(frame, degraded),
         tag("g", "".join(_maintenance_band(frame, m) for m in held), cls="maintenance"),
         tag("g", bands, cls="incidents"),
-        legend(frame, AVAILABILITY_KEYS),
+        legend(frame, keys),
     ]
     if all(bucket.get("uptime") is None for bucket in inside):
         body.append(no_data(frame))

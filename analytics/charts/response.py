@@ -15,6 +15,7 @@ from analytics.charts.scales import (
     time_range,
     value_ticks,
 )
+from analytics.charts.slow import slow_bands, slow_keys
 from analytics.charts.svg import (
     PALETTE,
     axes,
@@ -31,6 +32,7 @@ from analytics.charts.svg import (
 )
 from analytics.charts.words import TO, count, figures, period, when
 from analytics.rows import SeriesPoint
+from healthmon.intervals import Interval
 
 RESPONSE_LINES = (  # series, stroke colour, width, dash
     ("min", PALETTE[4], 1, None),
@@ -101,8 +103,10 @@ def response_time_chart(
     max_columns: int = 320,
     id_prefix: str | None = None,
     since: datetime | None = None,
+    degraded: Sequence[Interval] = (),
 ) -> SafeString:
-    """Draw one series' response time: min-max band, min, max, average and p95 lines.
+    """Draw one series' response time: min-max band, min, max, average and p95 lines, over
+    amber bands where the endpoint was degraded.
 
     Over `max_columns` points are merged into that many columns first, so a day of 30 s
     buckets draws as fast as a few hundred; missing figures leave gaps, never zeros.
@@ -111,11 +115,12 @@ def response_time_chart(
     columns = columns_of(points, *span, max_columns)
     top = max((v for c in columns for v in (c.high, c.p95, c.avg) if v is not None), default=None)
     ticks = value_ticks(top) if top is not None else []
-    frame = plot_frame(width, height, span, RESPONSE_KEYS, ticks[-1] if ticks else 1.0)
+    keys = slow_keys(RESPONSE_KEYS, degraded)
+    frame = plot_frame(width, height, span, keys, ticks[-1] if ticks else 1.0)
     lines = _response_lines(frame, columns) if top is not None else no_data(frame)
     details = [_column_detail(c, frame.short) for c in columns]
-    body = [axes(frame, ticks), lines, hits(frame, frame.spans(columns), details)]
-    body.append(legend(frame, RESPONSE_KEYS))
+    body = [axes(frame, ticks), slow_bands(frame, degraded), lines]
+    body += [hits(frame, frame.spans(columns), details), legend(frame, keys)]
     desc = _response_desc(title, span, columns)
     note = corner_note(since, frame.short)
     return chart_svg("chart-response", frame, id_prefix, title, desc, body, note)

@@ -14,6 +14,7 @@ from monitoring.models import EndpointType
 from monitoring.validation import (
     MAX_HEADERS,
     OPTIONS,
+    Assertions,
     Boolean,
     Choice,
     Headers,
@@ -23,6 +24,7 @@ from monitoring.validation import (
     Text,
     TextList,
 )
+from monitoring.validation.assertions import COMPARISONS, MAX_ASSERTIONS, SOURCES
 
 # One name per type, for the components (`HttpConfig`, `HttpEndpoint`, ...).
 _NAMES: dict[str, str] = {
@@ -41,6 +43,28 @@ _NAMES: dict[str, str] = {
     EndpointType.ICMP: "Icmp",
     EndpointType.DNS: "Dns",
 }
+
+
+class _AssertionSchema(serializers.Serializer[Any]):
+    """One of `config.assertions`, for the schema: which comparisons each source takes is in
+    the README (a refused one is a 400 naming `config.assertions[i].comparison`)."""
+
+    def get_fields(self) -> dict[str, serializers.Field[Any, Any, Any, Any]]:
+        # built here: `source` as a class attribute would shadow Field.source
+        return {
+            "source": serializers.ChoiceField(choices=SOURCES),
+            "property": serializers.CharField(
+                max_length=1000,
+                allow_blank=True,
+                help_text="A header name, or JMESPath for `json`.",
+            ),
+            "comparison": serializers.ChoiceField(choices=COMPARISONS),
+            "target": serializers.CharField(
+                max_length=1000,
+                allow_blank=True,
+                help_text="A number for status_code, response_time (ms) and the orders.",
+            ),
+        }
 
 
 def _option_field(option: Option) -> serializers.Field[Any, Any, Any, Any]:
@@ -73,6 +97,8 @@ def _option_field(option: Option) -> serializers.Field[Any, Any, Any, Any]:
     if isinstance(option, Headers):
         kwargs["help_text"] = f"{option.help} At most {MAX_HEADERS}; framing headers refused."
         return serializers.DictField(child=serializers.CharField(max_length=4096), **kwargs)
+    if isinstance(option, Assertions):
+        return serializers.ListField(child=_AssertionSchema(), max_length=MAX_ASSERTIONS, **kwargs)
     raise TypeError(f"No schema for {type(option).__name__}")  # a new kind of option
 
 
@@ -146,7 +172,7 @@ ENDPOINT_EXAMPLES = [
             "name": "Catalog GraphQL",
             "type": "graphql",
             "target": "https://catalog.example.com/graphql",
-            "config": {"query": "{ __typename }", "degraded_threshold_ms": 800},
+            "config": {"query": "{ __typename }", "degraded_above_ms": 800},
         },
     ),
     OpenApiExample(

@@ -1,8 +1,9 @@
 """Elasticsearch: GET /_cluster/health; up when the status is at least the minimum."""
 
 import json
+import time
 
-from monitoring.probes import phrases
+from monitoring.probes import assertions, phrases
 from monitoring.probes.base import MAX_RAW_TEXT, Outcome, ProbeContext, ProbeFailed, ProbeTask
 from monitoring.probes.http import fetch, read_body, unexpected_status
 
@@ -26,13 +27,17 @@ def _what_is_wrong(exc: Exception) -> str:
 
 
 async def probe(task: ProbeTask, context: ProbeContext) -> Outcome:
-    """Read the cluster status and node count; compare with `min_status` (yellow)."""
+    """Read the cluster status and node count; compare with `min_status` (yellow), then
+    check the assertions."""
+    started = time.perf_counter()
     minimum = task.config.get("min_status", "yellow")
     async with fetch(context, task, "GET", health_url(task.target)) as response:
         if response.status != 200:
             raise unexpected_status(response)
+        body = await read_body(response)
+        seen = assertions.response_of(response, body, started)
         try:
-            health = json.loads(await read_body(response))
+            health = json.loads(body)
             status, nodes = health["status"], int(health["number_of_nodes"])
         except (ValueError, KeyError, TypeError) as exc:
             raise ProbeFailed(phrases.NOT_CLUSTER_HEALTH, detail=_what_is_wrong(exc)) from exc
@@ -43,4 +48,5 @@ async def probe(task: ProbeTask, context: ProbeContext) -> Outcome:
     if _RANK[status] < _RANK[minimum]:
         error = phrases.CLUSTER_BELOW_MINIMUM.format(status=status, minimum=minimum)
         raise ProbeFailed(error, detail)
+    await assertions.check(task, context, seen)
     return Outcome(detail)

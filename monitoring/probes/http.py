@@ -1,13 +1,14 @@
 """HTTP(S): a request to the health URL, judged by status, body text and speed."""
 
 import contextlib
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
 from yarl import URL
 
-from monitoring.probes import phrases
+from monitoring.probes import assertions, phrases
 from monitoring.probes.base import MAX_BODY_BYTES, Outcome, ProbeContext, ProbeFailed, ProbeTask
 from monitoring.targets import is_secret_name
 
@@ -90,7 +91,9 @@ async def fetch(
 
 
 async def probe(task: ProbeTask, context: ProbeContext) -> Outcome:
-    """Request the URL; up when the status is expected and the body holds the text."""
+    """Request the URL; up when the status is expected, the body holds the text and every
+    assertion holds."""
+    started = time.perf_counter()
     config = task.config
     method = config.get("method", "GET")
     async with fetch(context, task, method, task.target) as response:
@@ -98,10 +101,13 @@ async def probe(task: ProbeTask, context: ProbeContext) -> Outcome:
         if response.status not in config.get("expected_status", [200]):
             raise unexpected_status(response)
         expected = config.get("body_contains", "")
-        if expected and method != "HEAD":
+        body = None
+        if (expected or assertions.needs_body(config)) and method != "HEAD":
             body = await read_body(response)
-            if expected.encode() not in body:
-                raise ProbeFailed(
-                    phrases.UNEXPECTED_BODY, detail, detail="expected text not found in the body"
-                )
-        return Outcome(detail)
+        if expected and body is not None and expected.encode() not in body:
+            raise ProbeFailed(
+                phrases.UNEXPECTED_BODY, detail, detail="expected text not found in the body"
+            )
+        seen = assertions.response_of(response, body, started)
+    await assertions.check(task, context, seen)
+    return Outcome(detail)

@@ -31,6 +31,8 @@ TOO_MANY_REDIRECTS = "too many redirects"
 REDIRECT_NOT_HTTP = "redirect to a non-HTTP URL"
 INVALID_RESPONSE = "invalid HTTP response"
 INVALID_URL = "invalid URL"
+# The first unmet `config.assertions` entry, numbered from 1, and the value found (masked).
+ASSERTION_FAILED = "assertion {number} failed: {assertion}, got {actual}"
 
 # --- GraphQL --------------------------------------------------------------------------------
 GRAPHQL_ERROR = "GraphQL error"
@@ -119,8 +121,8 @@ _DATABASE = (
 )
 
 PHRASES: dict[str, tuple[str, ...]] = {
-    EndpointType.HTTP: (*_ANY, *_HTTP, UNEXPECTED_BODY),
-    EndpointType.GRAPHQL: (*_ANY, *_HTTP, GRAPHQL_ERROR, NOT_GRAPHQL),
+    EndpointType.HTTP: (*_ANY, *_HTTP, UNEXPECTED_BODY, ASSERTION_FAILED),
+    EndpointType.GRAPHQL: (*_ANY, *_HTTP, GRAPHQL_ERROR, NOT_GRAPHQL, ASSERTION_FAILED),
     EndpointType.GRPC: (
         *_ANY,
         NOT_SERVING,
@@ -138,6 +140,7 @@ PHRASES: dict[str, tuple[str, ...]] = {
         NOT_CLUSTER_HEALTH,
         UNKNOWN_CLUSTER_STATUS,
         CLUSTER_BELOW_MINIMUM,
+        ASSERTION_FAILED,
     ),
     EndpointType.WEBSOCKET: (
         *_ANY,

@@ -14,6 +14,7 @@ The package: `options` (how one option's value is read), `kinds` (what each kind
 `endpoint` (the rules across an endpoint's fields). Import from the package.
 """
 
+from monitoring.validation.assertions import Assertions
 from monitoring.validation.endpoint import (
     DEFAULT_INTERVAL,
     DEFAULT_TIMEOUT,
@@ -40,6 +41,7 @@ __all__ = [
     "MAX_HEADERS",
     "MAX_NAME_LENGTH",
     "OPTIONS",
+    "Assertions",
     "Boolean",
     "Choice",
     "Headers",

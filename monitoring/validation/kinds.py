@@ -19,6 +19,7 @@ from monitoring.models import (
     EndpointType,
 )
 from monitoring.schedules import Schedule, schedule_errors, schedule_of
+from monitoring.validation.assertions import MAX_ASSERTIONS, Assertions
 from monitoring.validation.options import (
     UNKNOWN_OPTION,
     Boolean,
@@ -32,9 +33,13 @@ from monitoring.validation.options import (
     merge_errors,
 )
 
+# The API contract's name; `degraded_threshold_ms`, the name before it, is read as it for one
+# release (stored configs were renamed by migration 0014) and refused next to it.
+DEGRADED = "degraded_above_ms"
+DEGRADED_ALIAS = "degraded_threshold_ms"
 # Every kind accepts these; the kinds below add their own (stored in this order).
 _COMMON: Options = {
-    "degraded_threshold_ms": Integer(
+    DEGRADED: Integer(
         minimum=1,
         maximum=600_000,
         nullable=True,
@@ -48,6 +53,14 @@ _TLS: Options = {
     ),
 }
 _HTTP_BASED: Options = {**_TLS, "headers": Headers(help="Extra request headers.")}
+# The kinds whose response a user may assert on (a WebSocket's is a handshake, a custom
+# endpoint's is not known to be HTTP).
+_ASSERTING: Options = {
+    "assertions": Assertions(
+        help=f"Up to {MAX_ASSERTIONS} checks of the response, in order; the first unmet "
+        "one fails the check."
+    ),
+}
 
 
 def _text(default: str = "", **rules: Any) -> Text:
@@ -66,10 +79,12 @@ OPTIONS: dict[str, Options] = {
         ),
         "body_contains": _text(max_length=1000, blank=True, trim=False),
         "follow_redirects": Boolean(default=lambda: True, help="Up to 5 hops."),
+        **_ASSERTING,
     },
     EndpointType.GRAPHQL: {
         **_HTTP_BASED,
         "query": _text("{ __typename }", max_length=10_000),
+        **_ASSERTING,
     },
     EndpointType.GRPC: {
         **_TLS,
@@ -86,6 +101,7 @@ OPTIONS: dict[str, Options] = {
             default=lambda: "yellow",
             help="The worst cluster status that still counts as up.",
         ),
+        **_ASSERTING,
     },
     EndpointType.WEBSOCKET: {
         **_HTTP_BASED,
@@ -185,12 +201,16 @@ def validate_config(endpoint_type: str, config: Any) -> dict[str, Any]:
     options = OPTIONS[endpoint_type]
     cleaned: dict[str, Any] = {}
     errors: FieldErrors = {}
+    given = _given_names(options, config, errors)
     for name, option in options.items():
         try:
-            cleaned[name] = option.clean(config[name]) if name in config else option.default()
+            cleaned[name] = (
+                option.clean(config[given[name]]) if given[name] in config else option.default()
+            )
         except InvalidInput as exc:
-            merge_errors(errors, exc.nested(name).errors)
-    for name in sorted(set(config) - set(options)):
+            merge_errors(errors, exc.nested(given[name]).errors)
+    aliases = {DEGRADED_ALIAS} if DEGRADED in options else set()
+    for name in sorted(set(config) - set(options) - aliases):
         merge_errors(errors, InvalidInput(UNKNOWN_OPTION).nested(str(name)).errors)
     if endpoint_type == EndpointType.HEARTBEAT and not errors:
         schedule = {**cleaned, "cron": cleaned["cron"] or None}  # empty: the period
@@ -199,6 +219,20 @@ def validate_config(endpoint_type: str, config: Any) -> dict[str, Any]:
     if errors:
         raise InvalidInput(errors)
     return cleaned
+
+
+def _given_names(
+    options: Options, config: Mapping[str, Any], errors: FieldErrors
+) -> dict[str, str]:
+    """The key each option is read from: its own, or the old name it had (one release)."""
+    given = {name: name for name in options}
+    if DEGRADED in options and DEGRADED_ALIAS in config:
+        if DEGRADED in config:
+            message = f"{DEGRADED_ALIAS} is the old name of {DEGRADED}: give one of them."
+            errors[DEGRADED_ALIAS] = [message]
+        else:
+            given[DEGRADED] = DEGRADED_ALIAS
+    return given
 
 
 def schedule_input(*, interval_seconds: str, cron: str, timezone: str) -> Schedule:

@@ -128,7 +128,7 @@ def test_a_probes_checks_keep_their_times(api, cast, make_endpoint, record):
 
 def test_a_check_with_no_time_is_never_degraded(cast, make_endpoint, record):
     with time_machine.travel(T0, tick=False):
-        endpoint = make_endpoint(cast.project, config={"degraded_threshold_ms": 500})
+        endpoint = make_endpoint(cast.project, config={"degraded_above_ms": 500})
     record(endpoint, [(T0, True, None)])
 
     endpoint.refresh_from_db()

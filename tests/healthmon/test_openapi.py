@@ -69,7 +69,7 @@ def test_config_options_carry_the_validation_bounds_and_defaults(document):
 
     assert http["expected_status"]["items"] == {"type": "integer", "minimum": 100, "maximum": 599}
     assert http["expected_status"]["default"] == [200]
-    assert http["degraded_threshold_ms"]["maximum"] == 600_000
+    assert http["degraded_above_ms"]["maximum"] == 600_000
     assert http["follow_redirects"]["default"] is True
 
 

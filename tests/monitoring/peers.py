@@ -42,6 +42,15 @@ GRPC_NAMED_SERVICE = "hm.Checkout"
 SLOW_SECONDS = 30.0
 # Handlers give up on a silent client after this long, so `stop()` never waits forever.
 HANDLER_TIMEOUT = 10.0
+# The HTTP peer's `/json` document, for assertions.
+HEALTH_DOCUMENT = {
+    "status": "degraded",
+    "checks": {"db": "ok", "cache": "down"},
+    "queue": {"depth": 42},
+    "tags": ["eu", "primary"],
+    "healthy": False,
+}
+BACKTRACK_LENGTH = 100_000
 # Peers given this as their answer quote the `Authorization` header they received instead.
 ECHO_AUTHORIZATION = "<the Authorization header received>"
 
@@ -216,6 +225,10 @@ class _HTTPHandler(_Handler):
             self.send(200, "ok but slow")
         elif url.path == "/echo-headers":
             self.send_json(200, {name.lower(): value for name, value in self.headers.items()})
+        elif url.path == "/json":
+            self.send_json(200, HEALTH_DOCUMENT, headers={"X-Version": "1.2.3"})
+        elif url.path == "/backtrack":
+            self.send(200, "a" * BACKTRACK_LENGTH + "b")
         elif url.path == "/redirect-quoting-auth":
             # a Location no client can follow, quoting the credentials as a careless proxy might
             location = f"http://[{self.headers.get('Authorization', '')}/"
@@ -228,7 +241,9 @@ class HTTPPeer(Peer):
     """`/health` (and `/`): 200 "ok healthy"; `/status/<code>`; `/redirect?to=<url>`: 302;
     `/redirect-n/<n>`: n redirects ending at /health; `/slow`: no answer for 30 s;
     `/echo-headers`: the request headers as JSON, names lowercased;
-    `/redirect-quoting-auth`: 302 to an invalid URL quoting the `Authorization` header.
+    `/redirect-quoting-auth`: 302 to an invalid URL quoting the `Authorization` header;
+    `/json`: HEALTH_DOCUMENT with `X-Version: 1.2.3`; `/backtrack`: "aaa…ab", which
+    `(a+)+$` backtracks on for ever.
     """
 
     handler = _HTTPHandler

@@ -119,7 +119,7 @@ def test_thresholds_are_per_endpoint(cast, make_endpoint):
 
 
 def test_a_slow_success_is_degraded_when_a_threshold_is_set(cast, make_endpoint):
-    endpoint = make_endpoint(cast.project, config={"degraded_threshold_ms": 100})
+    endpoint = make_endpoint(cast.project, config={"degraded_above_ms": 100})
 
     record(outcome(endpoint, 0, ms=250.0))
     endpoint.refresh_from_db()

@@ -228,7 +228,7 @@ def test_create_fills_the_defaults(api, cast):
 
     assert response.status_code == 201, response.content
     assert response.json()["config"] == {
-        "degraded_threshold_ms": None,
+        "degraded_above_ms": None,
         "record_type": "A",
         "expected": [],
     }

@@ -258,7 +258,7 @@ def test_creating_one_where_icmp_works_is_accepted(api, cast):
 
     assert response.status_code == 201, response.content
     assert response.json()["config"] == {
-        "degraded_threshold_ms": None,
+        "degraded_above_ms": None,
         "count": 3,
         "max_loss_percent": 0,
     }

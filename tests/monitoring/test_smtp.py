@@ -190,7 +190,7 @@ def test_bad_smtp_targets(target, message):
 
 def test_smtp_options_and_defaults():
     assert validate_config("smtp", {}) == {
-        "degraded_threshold_ms": None,
+        "degraded_above_ms": None,
         "verify_tls": True,
         "starttls": False,
     }

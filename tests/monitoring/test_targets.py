@@ -558,7 +558,7 @@ def test_a_stored_header_does_not_follow_the_target_to_another_service(api, auth
         ("http", None, {"expected_status": 200}, "config.expected_status"),
         ("http", None, {"method": "DELETE"}, "config.method"),
         ("http", None, {"verify_tls": "maybe"}, "config.verify_tls"),
-        ("http", None, {"degraded_threshold_ms": 0}, "config.degraded_threshold_ms"),
+        ("http", None, {"degraded_above_ms": 0}, "config.degraded_above_ms"),
         ("http", None, {"headers": {"X Trace": "1"}}, "config.headers"),
         ("http", None, {"headers": {"X-Trace:": "1"}}, "config.headers"),
         ("http", None, {"headers": {"": "1"}}, "config.headers"),
@@ -631,7 +631,7 @@ def test_http_defaults_are_filled_in(api, cast):
     assert config["follow_redirects"] is True
     assert config["headers"] == {}
     assert config["body_contains"] == ""
-    assert config["degraded_threshold_ms"] is None
+    assert config["degraded_above_ms"] is None
     assert Endpoint.objects.get().config == config
 
 

@@ -121,7 +121,7 @@ def test_bad_tcp_targets(target, message):
 
 
 def test_tcp_options_and_defaults():
-    assert validate_config("tcp", {}) == {"degraded_threshold_ms": None, "send": "", "expect": ""}
+    assert validate_config("tcp", {}) == {"degraded_above_ms": None, "send": "", "expect": ""}
     kept = validate_config("tcp", {"send": "PING\r\n", "expect": " +PONG"})
     assert (kept["send"], kept["expect"]) == ("PING\r\n", " +PONG")  # white space kept
 

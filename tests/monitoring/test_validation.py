@@ -25,12 +25,12 @@ def test_every_bad_option_is_named_at_once():
 
 def test_defaults_are_filled_in_in_the_kinds_order():
     assert validate_config("grpc", {"tls": "yes", "service": " health "}) == {
-        "degraded_threshold_ms": None,
+        "degraded_above_ms": None,
         "verify_tls": True,
         "service": "health",
         "tls": True,
     }
-    assert list(validate_config("redis", {})) == ["degraded_threshold_ms", "verify_tls"]
+    assert list(validate_config("redis", {})) == ["degraded_above_ms", "verify_tls"]
     assert "headers" in option_names("custom")
     assert "headers" not in option_names("mysql")
 

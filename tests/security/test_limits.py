@@ -393,7 +393,7 @@ def test_huge_and_non_integer_numbers_are_400s(owner, send, unchanged):
                 assert field_named <= (field in errors_of(send("PATCH", endpoint, raw=raw)))
             for config in (
                 f'{{"expected_status": [{number}]}}',
-                f'{{"degraded_threshold_ms": {number}}}',
+                f'{{"degraded_above_ms": {number}}}',
             ):
                 raw = with_raw(body, "config", config)
                 errors = errors_of(send("POST", "/api/v1/endpoints", raw=raw))
