@@ -16,8 +16,12 @@ the measured process is pinned to the first one. Printed side by side, in one ru
 The process freezes its start-up objects out of the garbage collector first, as a worker
 process does (healthmon/celery.py); `--gc untouched` measures without that.
 
+5. kinds         TCP, DNS (a dnslib server on the helper core) and HTTP with 5 assertions
+                through the engine, per CPU-second beside plain HTTP (`_probe_kinds.py`).
+
 Goals: >= 3,000 HTTP probes/s per worker core, engine >= 0.5x the bare loop and >= 5x
-the naive design. Everything it starts (nginx, the Celery worker, the database, its Redis
+the naive design; TCP >= 2x HTTP, DNS >= HTTP, HTTP with 5 assertions within 10% of HTTP.
+Everything it starts (nginx, the Celery worker, the database, its Redis
 keys) is stopped or removed at the end, also on an error or Ctrl-C.
 
     .venv/bin/python bench/probes.py [--quick] [--probes 20000] [--endpoints 2000]
@@ -36,6 +40,7 @@ from datetime import UTC, datetime, timedelta
 
 import redis
 import requests
+from _probe_kinds import measure_kinds, report_kinds
 from _support import (
     BIN,
     CPUS,
@@ -137,17 +142,20 @@ def parse_args() -> argparse.Namespace:
         help="cyclic garbage collector of this process: freeze start-up objects as a worker "
         "does (healthmon/celery.py, the default), leave it untouched, or turn it off",
     )
+    parser.add_argument("--kind-probes", type=int, default=10_000, help="probes per kind")
+    parser.add_argument("--skip-kinds", action="store_true", help="no TCP/DNS/assertions table")
     parser.add_argument("--skip-worker-path", action="store_true")
     parser.add_argument("--skip-naive", action="store_true")
     parser.add_argument("--naive-worker", metavar="QUEUE", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.smoke:
         args.probes, args.endpoints, args.naive_tasks, args.rounds = 400, 100, 100, 2
-        args.repeat = 1
+        args.repeat, args.kind_probes = 1, 400
     elif args.quick:
         args.probes //= 4
         args.endpoints //= 4
         args.naive_tasks //= 4
+        args.kind_probes //= 4
         args.rounds = min(args.rounds, 2)
     return args
 
@@ -492,7 +500,13 @@ def benchmark(args: argparse.Namespace) -> None:
             if not args.skip_naive:
                 figures["naive"] = measure_naive(args, targets.urls, cpu)
                 print(f"naive: {figures['naive'].rate:,.0f} probes/s", flush=True)
+            kinds = []
+            if not args.skip_kinds:
+                pin(0, MEASURED_CPU)
+                kinds = measure_kinds(targets.urls, cpu, args.kind_probes, args.batch, args.timeout)
     report(figures, args)
+    if kinds:
+        report_kinds(kinds)
 
 
 def main() -> int:
