@@ -5,12 +5,13 @@ the endpoint's page; a resolution also says how long the incident lasted."""
 import json
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 from django.conf import settings
 from django.urls import reverse
 
 from alerts.models import ChannelKind, NotificationEvent
+from monitoring.certificates import CertificateWarning
 from monitoring.models import Endpoint, Incident
 
 
@@ -41,6 +42,17 @@ class ProjectDocument(TypedDict):
     name: str
 
 
+class CertificateDocument(TypedDict):
+    """The certificate in a `certificate.expiring` event."""
+
+    expires_at: str
+    days_left: int
+    threshold: int | str  # as configured: days, or a share of the lifetime ("20%")
+    issuer: str
+    subject: str
+    fingerprint: str
+
+
 class EventDocument(TypedDict):
     """An event as webhooks receive it and deliveries store it."""
 
@@ -50,6 +62,7 @@ class EventDocument(TypedDict):
     incident: IncidentDocument | None
     endpoint: EndpointDocument | None
     project: ProjectDocument | None
+    certificate: NotRequired[CertificateDocument]  # `certificate.expiring` only
 
 
 def endpoint_link(endpoint_id: object) -> str:
@@ -98,6 +111,36 @@ def event_document(
     }
 
 
+def certificate_document(
+    *,
+    event_id: object,
+    occurred_at: datetime,
+    warning: CertificateWarning,
+    endpoint: Endpoint,
+    project_name: str,
+) -> EventDocument:
+    """A `certificate.expiring` event: the endpoint, and the certificate with the threshold
+    it crossed (no incident: an expiring certificate is no downtime)."""
+    document = event_document(
+        event=NotificationEvent.CERTIFICATE_EXPIRING,
+        event_id=event_id,
+        occurred_at=occurred_at,
+        incident=None,
+        endpoint=endpoint,
+        project_name=project_name,
+    )
+    certificate = warning.certificate
+    document["certificate"] = {
+        "expires_at": certificate.expires_at.isoformat(),
+        "days_left": warning.days_left,
+        "threshold": warning.threshold,
+        "issuer": certificate.issuer,
+        "subject": certificate.subject,
+        "fingerprint": certificate.fingerprint,
+    }
+    return document
+
+
 def encode(document: Mapping[str, Any]) -> bytes:
     """The exact bytes sent (and signed): compact, keys in a fixed order."""
     return json.dumps(document, separators=(",", ":"), sort_keys=True).encode()
@@ -126,6 +169,10 @@ def headline(document: EventDocument) -> str:
     """One line: what happened to what."""
     if document["event"] == NotificationEvent.TEST:
         return "healthmon test notification: this channel works."
+    if "certificate" in document and document["endpoint"] and document["project"]:
+        endpoint, days = document["endpoint"], document["certificate"]["days_left"]
+        where = f"{endpoint['name']} ({document['project']['name']})"
+        return f"CERTIFICATE EXPIRING: {where} in {days} day{'' if days == 1 else 's'}"
     incident, endpoint, project = _about(document)
     where = f"{endpoint['name']} ({project['name']})"
     if document["event"] == NotificationEvent.OPENED:
@@ -138,6 +185,14 @@ def details(document: EventDocument) -> list[str]:
     """The lines under the headline."""
     if document["event"] == NotificationEvent.TEST:
         return [f"Sent at {document['occurred_at']}."]
+    if "certificate" in document and document["endpoint"]:
+        certificate = document["certificate"]
+        return [
+            f"Expires: {certificate['expires_at']}",
+            f"Issuer: {certificate['issuer']}",
+            f"Subject: {certificate['subject']}",
+            document["endpoint"]["url"],
+        ]
     incident, endpoint, _ = _about(document)
     lines = [f"Cause: {incident['cause'] or 'unknown'}", f"Since: {incident['started_at']}"]
     if incident["resolved_at"]:

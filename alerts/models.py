@@ -215,6 +215,7 @@ class NotificationEvent(models.TextChoices):
 
     OPENED = "incident.opened", "Incident opened"
     RESOLVED = "incident.resolved", "Incident resolved"
+    CERTIFICATE_EXPIRING = "certificate.expiring", "Certificate expiring"
     TEST = "test", "Test"
 
 
@@ -240,8 +241,9 @@ class DeliveryQuerySet(models.QuerySet["Delivery"]):
         (an organization-wide channel also carries the other projects')."""
         if user.is_manager:
             return self
-        mine = Q(incident__endpoint__project_id__in=visible_project_ids(user))
-        return self.filter(Q(incident__isnull=True) | mine)
+        projects = visible_project_ids(user)
+        mine = Q(incident__endpoint__project_id__in=projects) | Q(endpoint__project_id__in=projects)
+        return self.filter(Q(incident__isnull=True, endpoint__isnull=True) | mine)
 
 
 class Delivery(models.Model):
@@ -260,6 +262,10 @@ class Delivery(models.Model):
     event_id = models.UUIDField()
     incident = models.ForeignKey(
         Incident, on_delete=models.CASCADE, null=True, blank=True, related_name="+"
+    )
+    # The endpoint of an event that is about no incident (a certificate expiring).
+    endpoint = models.ForeignKey(
+        Endpoint, on_delete=models.CASCADE, null=True, blank=True, related_name="+"
     )
     occurred_at = models.DateTimeField()
     payload = models.JSONField(default=dict, help_text="The event as sent (no secrets).")

@@ -20,6 +20,7 @@ from analytics import charts, dashboards, pings
 from analytics.dashboards import OverviewFilters
 from analytics.reports import MAX_COMPARED
 from analytics.windows import PERIODS
+from monitoring.certificates import certificate_standing
 from monitoring.access import access_endpoint
 from monitoring.models import Endpoint, EndpointStatus, EndpointType
 
@@ -134,6 +135,7 @@ def endpoint_page(request: HttpRequest, endpoint_id: str) -> HttpResponse:
         "availability_chart": availability(960, 200),
         "availability_chart_phone": availability(PHONE_WIDTH, 240),
         "refresh": 30,
+        "certificate": certificate_standing(endpoint, now),
         **data,
     }
     if endpoint.type == EndpointType.HEARTBEAT and endpoint.ping_key:

@@ -100,10 +100,15 @@ class InvalidInput(DomainError):
         """The same errors under `field` (a config's errors as the endpoint's `config.*`)."""
         return InvalidInput(
             {
-                field if name == NON_FIELD else f"{field}.{name}": messages
+                field if name == NON_FIELD else _joined(field, name): messages
                 for name, messages in self.errors.items()
             }
         )
+
+
+def _joined(field: str, name: str) -> str:
+    """A nested field's name: a list's index as `field[2]`, anything else as `field.name`."""
+    return f"{field}{name}" if name.startswith("[") else f"{field}.{name}"
 
 
 def first_message(errors: Mapping[str, Sequence[str]]) -> str:

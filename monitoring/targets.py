@@ -29,6 +29,7 @@ SCHEMES: dict[str, tuple[str, ...]] = {
     EndpointType.WEBSOCKET: ("ws", "wss"),
 }
 SCHEMES[EndpointType.CUSTOM] = tuple(dict.fromkeys(s for v in SCHEMES.values() for s in v))
+SCHEMES[EndpointType.TLS] = ("tls",)  # not for custom: a TLS port speaks something on top
 
 # Names of query parameters, headers and config keys whose values are secrets: any name
 # containing one of these fragments, or made of words (split on `-`, `_`, `.`) among these.
@@ -171,6 +172,10 @@ def _check_scheme_rules(target: str, parts: SplitResult) -> None:
         _check_port(parts.port, required=True)
         if parts.path not in ("", "/") or parts.query or parts.username is not None:
             raise TargetError("A gRPC target is grpc://host:port, with nothing after the port.")
+    elif scheme == "tls":
+        _check_port(parts.port, required=True)
+        if parts.path not in ("", "/") or parts.query or parts.username is not None:
+            raise TargetError("A TLS target is tls://host:port, with nothing after the port.")
     elif scheme in ("redis", "rediss") and not re.fullmatch(r"/?\d{0,2}", parts.path):
         raise TargetError("A Redis target's path is the database number, as in /0.")
 

@@ -22,6 +22,12 @@ from monitoring.validation import (
     Option,
     Text,
 )
+from monitoring.validation.certificates import (
+    MAX_CA_LENGTH,
+    MAX_THRESHOLDS,
+    CACertificate,
+    ExpiryThresholds,
+)
 
 # One name per type, for the components (`HttpConfig`, `HttpEndpoint`, ...).
 _NAMES: dict[str, str] = {
@@ -35,6 +41,7 @@ _NAMES: dict[str, str] = {
     EndpointType.WEBSOCKET: "WebSocket",
     EndpointType.CUSTOM: "Custom",
     EndpointType.HEARTBEAT: "Heartbeat",
+    EndpointType.TLS: "Tls",
 }
 
 
@@ -65,6 +72,11 @@ def _option_field(option: Option) -> serializers.Field[Any, Any, Any, Any]:
     if isinstance(option, Headers):
         kwargs["help_text"] = f"{option.help} At most {MAX_HEADERS}; framing headers refused."
         return serializers.DictField(child=serializers.CharField(max_length=4096), **kwargs)
+    if isinstance(option, ExpiryThresholds):
+        share = serializers.JSONField(help_text='Days (1-3650) or a share of the lifetime ("20%").')
+        return serializers.ListField(child=share, max_length=MAX_THRESHOLDS, **kwargs)
+    if isinstance(option, CACertificate):
+        return serializers.CharField(max_length=MAX_CA_LENGTH, allow_blank=True, **kwargs)
     raise TypeError(f"No schema for {type(option).__name__}")  # a new kind of option
 
 
@@ -139,6 +151,18 @@ ENDPOINT_EXAMPLES = [
             "type": "graphql",
             "target": "https://catalog.example.com/graphql",
             "config": {"query": "{ __typename }", "degraded_threshold_ms": 800},
+        },
+    ),
+    OpenApiExample(
+        "TLS certificate",
+        request_only=True,
+        value={
+            "project": EXAMPLE_PROJECT,
+            "name": "Mail server certificate",
+            "type": "tls",
+            "target": "tls://mail.example.com:993",
+            "interval_seconds": 3600,
+            "config": {"certificate_expiry_days": [30, 7, "10%"]},
         },
     ),
     OpenApiExample(

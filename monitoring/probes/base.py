@@ -15,7 +15,7 @@ from aiohttp.http_exceptions import HttpProcessingError
 from django.conf import settings
 
 from monitoring.probes import phrases
-from monitoring.probes.certificates import PeerCertificate
+from monitoring.probes.certificates import PeerCertificate, client_context
 from monitoring.probes.network import (
     NOT_ALLOWED,
     PolicyResolver,
@@ -95,13 +95,15 @@ class ProbeFailed(Exception):
         self.certificate = certificate  # an expired one, say: still worth recording
 
 
-def tls_context(verify: bool) -> ssl.SSLContext:
-    """A client TLS context; `verify=False` accepts any certificate (a user's choice)."""
-    context = ssl.create_default_context()
-    if not verify:
-        context.check_hostname = False
-        context.verify_mode = ssl.CERT_NONE
-    return context
+def tls_context(verify: bool, ca_certificate: str = "") -> ssl.SSLContext:
+    """A client TLS context; `verify=False` accepts any certificate (a user's choice),
+    `ca_certificate` (PEM) is trusted besides the system's CAs."""
+    return client_context(bool(verify), ca_certificate or "")
+
+
+def task_tls_context(task: ProbeTask) -> ssl.SSLContext:
+    """The TLS context a check's config asks for (`verify_tls`, `ca_certificate`)."""
+    return tls_context(task.config.get("verify_tls", True), task.config.get("ca_certificate", ""))
 
 
 @dataclass

@@ -25,7 +25,8 @@ def _address(sockaddr: Any) -> str:
 
 
 async def _server_certificate(host: str, port: int) -> bytes:
-    """The certificate the server presents, to trust it as is (`verify_tls` off)."""
+    """The certificate the server presents: to trust it as is (`verify_tls` off), and to
+    record it (gRPC core shows its own handshake's certificate to no one)."""
     sock = await open_socket(host, port)
     _, writer = await asyncio.open_connection(
         sock=sock, ssl=tls_context(verify=False), server_hostname=host
@@ -43,9 +44,10 @@ async def _channel(task: ProbeTask, host: str, port: int) -> grpc.aio.Channel:
     options = [*_CHANNEL_OPTIONS, ("grpc.default_authority", f"{host}:{port}")]
     if not (task.target.startswith("grpcs://") or task.config.get("tls")):
         return grpc.aio.insecure_channel(address, options=options)
-    roots = None
+    presented = await _server_certificate(host, port)
+    roots = task.config.get("ca_certificate", "").encode() or None
     if not task.config.get("verify_tls", True):
-        roots = await _server_certificate(host, port)
+        roots = presented
     options.append(("grpc.ssl_target_name_override", host))
     credentials = grpc.ssl_channel_credentials(root_certificates=roots)
     return grpc.aio.secure_channel(address, credentials, options=options)

@@ -125,6 +125,7 @@ PHRASES: dict[str, tuple[str, ...]] = {
         UNEXPECTED_REPLY,
     ),
 }
+PHRASES[EndpointType.TLS] = _ANY
 # A custom endpoint fails as the kind it was found to speak, or before it was found.
 PHRASES[EndpointType.CUSTOM] = tuple(
     dict.fromkeys([*(p for phrases in PHRASES.values() for p in phrases), UNKNOWN_PROTOCOL])

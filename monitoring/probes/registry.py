@@ -10,6 +10,7 @@ from monitoring.probes import (
     mysql,
     postgresql,
     redis,
+    tls,
     websocket,
 )
 from monitoring.probes.base import Probe
@@ -23,6 +24,7 @@ PROBES: dict[str, Probe] = {
     EndpointType.REDIS: redis.probe,
     EndpointType.ELASTICSEARCH: elasticsearch.probe,
     EndpointType.WEBSOCKET: websocket.probe,
+    EndpointType.TLS: tls.probe,
 }
 
 

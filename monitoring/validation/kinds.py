@@ -19,6 +19,7 @@ from monitoring.models import (
     EndpointType,
 )
 from monitoring.schedules import Schedule, schedule_errors, schedule_of
+from monitoring.validation.certificates import CACertificate, ExpiryThresholds
 from monitoring.validation.options import (
     UNKNOWN_OPTION,
     Boolean,
@@ -44,6 +45,13 @@ _TLS: Options = {
     **_COMMON,
     "verify_tls": Boolean(
         default=lambda: True, help="Check the server's certificate (on by default)."
+    ),
+    "certificate_expiry_days": ExpiryThresholds(
+        help="Warn this many days before the certificate expires, or at a share of its "
+        'lifetime ("20%").'
+    ),
+    "ca_certificate": CACertificate(
+        help="A private CA (PEM) to trust for this endpoint, besides the system's CAs."
     ),
 }
 _HTTP_BASED: Options = {**_TLS, "headers": Headers(help="Extra request headers.")}
@@ -97,6 +105,7 @@ OPTIONS: dict[str, Options] = {
         "expect": _text(max_length=1000, blank=True, trim=False),
     },
     EndpointType.CUSTOM: _HTTP_BASED,
+    EndpointType.TLS: _TLS,
     EndpointType.HEARTBEAT: {
         "cron": _text(
             max_length=200,
