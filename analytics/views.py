@@ -20,8 +20,8 @@ from analytics import charts, dashboards, pings
 from analytics.dashboards import OverviewFilters
 from analytics.reports import MAX_COMPARED
 from analytics.windows import PERIODS
-from monitoring.certificates import certificate_standing
 from monitoring.access import access_endpoint
+from monitoring.certificates import certificate_standing
 from monitoring.models import Endpoint, EndpointStatus, EndpointType
 
 PERIOD_CHOICES = [

@@ -75,6 +75,7 @@ CONFIG_EXAMPLES: dict[str, dict[str, Any]] = {
     EndpointType.WEBSOCKET: {"send": "ping", "expect": "pong"},
     EndpointType.CUSTOM: {"verify_tls": True, "degraded_threshold_ms": 1000},
     EndpointType.HEARTBEAT: {"grace_seconds": 3600, "min_run_seconds": 30},
+    EndpointType.TLS: {"certificate_expiry_days": [30, 14, 7, "10%"], "verify_tls": True},
 }
 
 

@@ -1,6 +1,7 @@
 """The probe interface: what a probe gets, what it returns, and the shared clients."""
 
 import asyncio
+import contextvars
 import errno
 import socket
 import ssl
@@ -144,7 +145,9 @@ class ProbeContext:
             self._threads = ThreadPoolExecutor(
                 max_workers=settings.PROBE_THREADS, thread_name_prefix="probe"
             )
-        return await asyncio.get_running_loop().run_in_executor(self._threads, function, *args)
+        # In the check's context, so that a TLS handshake made in the thread is noted for it.
+        run = contextvars.copy_context().run
+        return await asyncio.get_running_loop().run_in_executor(self._threads, run, function, *args)
 
     async def __aenter__(self) -> Self:
         return self

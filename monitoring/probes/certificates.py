@@ -63,7 +63,8 @@ def peer_certificate(ssl_object: ssl.SSLObject | ssl.SSLSocket | None) -> PeerCe
 
 
 # The TLS connections the running check opened (each probe runs in its own task).
-_handshakes: contextvars.ContextVar[list[ssl.SSLObject] | None] = contextvars.ContextVar(
+_Noted = list[ssl.SSLObject | PeerCertificate]
+_handshakes: contextvars.ContextVar[_Noted | None] = contextvars.ContextVar(
     "handshakes", default=None
 )
 
@@ -78,6 +79,16 @@ class _NotingContext(ssl.SSLContext):
         if noted is not None:
             noted.append(ssl_object)
         return ssl_object
+
+    def wrap_socket(self, *args: Any, **kwargs: Any) -> ssl.SSLSocket:
+        """Wrap as usual (a blocking client, PyMySQL: the handshake happens here), noting
+        the certificate at once: the client closes the socket before the check ends."""
+        sock = super().wrap_socket(*args, **kwargs)
+        noted = _handshakes.get()
+        found = peer_certificate(sock) if noted is not None else None
+        if noted is not None and found is not None:
+            noted.append(found)
+        return sock
 
 
 @functools.lru_cache(maxsize=256)
@@ -97,9 +108,10 @@ def client_context(verify: bool = True, ca_certificate: str = "") -> ssl.SSLCont
 
 
 @contextlib.contextmanager
-def handshakes() -> Iterator[list[ssl.SSLObject]]:
-    """Note the TLS connections made through `client_context` inside the block."""
-    noted: list[ssl.SSLObject] = []
+def handshakes() -> Iterator[_Noted]:
+    """Note the TLS connections made through `client_context` inside the block (and in
+    the threads it hands work to with its context: `ProbeContext.in_thread`)."""
+    noted: _Noted = []
     token = _handshakes.set(noted)
     try:
         yield noted
@@ -107,10 +119,10 @@ def handshakes() -> Iterator[list[ssl.SSLObject]]:
         _handshakes.reset(token)
 
 
-def last_certificate(noted: list[ssl.SSLObject]) -> PeerCertificate | None:
+def last_certificate(noted: _Noted) -> PeerCertificate | None:
     """The certificate of the last noted connection whose handshake finished."""
-    for ssl_object in reversed(noted):
-        found = peer_certificate(ssl_object)
+    for entry in reversed(noted):
+        found = entry if isinstance(entry, PeerCertificate) else peer_certificate(entry)
         if found is not None:
             return found
     return None

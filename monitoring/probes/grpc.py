@@ -1,6 +1,7 @@
 """gRPC: the standard `grpc.health.v1.Health/Check`; up on SERVING."""
 
 import asyncio
+import contextlib
 import ssl
 from typing import Any
 from urllib.parse import urlsplit
@@ -44,10 +45,14 @@ async def _channel(task: ProbeTask, host: str, port: int) -> grpc.aio.Channel:
     options = [*_CHANNEL_OPTIONS, ("grpc.default_authority", f"{host}:{port}")]
     if not (task.target.startswith("grpcs://") or task.config.get("tls")):
         return grpc.aio.insecure_channel(address, options=options)
-    presented = await _server_certificate(host, port)
     roots = task.config.get("ca_certificate", "").encode() or None
     if not task.config.get("verify_tls", True):
-        roots = presented
+        roots = await _server_certificate(host, port)
+    else:
+        # Only to record the certificate (the runner reads this handshake): a server that
+        # fails it fails gRPC's own handshake next, which names the fault.
+        with contextlib.suppress(OSError, ssl.SSLError):
+            await _server_certificate(host, port)
     options.append(("grpc.ssl_target_name_override", host))
     credentials = grpc.ssl_channel_credentials(root_certificates=roots)
     return grpc.aio.secure_channel(address, credentials, options=options)

@@ -41,11 +41,16 @@ _COMMON: Options = {
         help="A successful check slower than this marks the endpoint degraded.",
     ),
 }
-_TLS: Options = {
+_VERIFY: Options = {
     **_COMMON,
     "verify_tls": Boolean(
         default=lambda: True, help="Check the server's certificate (on by default)."
     ),
+}
+# Kinds whose checks record the certificate (and can trust a private CA). PostgreSQL is not
+# one: libpq shows Python no certificate, and reads a CA only from a file.
+_TLS: Options = {
+    **_VERIFY,
     "certificate_expiry_days": ExpiryThresholds(
         help="Warn this many days before the certificate expires, or at a share of its "
         'lifetime ("20%").'
@@ -83,7 +88,7 @@ OPTIONS: dict[str, Options] = {
         "service": _text(max_length=200, blank=True, help="Empty: the whole server."),
         "tls": Boolean(default=lambda: False, help="grpcs:// targets always use TLS."),
     },
-    EndpointType.POSTGRESQL: _TLS,
+    EndpointType.POSTGRESQL: _VERIFY,
     EndpointType.MYSQL: _TLS,
     EndpointType.REDIS: _TLS,
     EndpointType.ELASTICSEARCH: {

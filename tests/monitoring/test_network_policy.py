@@ -125,6 +125,7 @@ KIND_TARGETS = [
     ("redis", "redis://{netloc}/0"),
     ("elasticsearch", "http://{netloc}/"),
     ("websocket", "ws://{netloc}/"),
+    ("tls", "tls://{netloc}"),
     ("custom", "{netloc}"),
     ("custom", "http://{netloc}/"),
     ("custom", "http://{netloc}/graphql"),

@@ -1,13 +1,17 @@
 """The `tls` kind and the certificates every TLS-speaking probe records, against real local
 TLS peers serving certificates of a private test CA (or a self-signed one)."""
 
+import asyncio
 import datetime
+import socket
 import time
 from collections.abc import Iterator
 
 import pytest
 
 from monitoring.probes import phrases
+from monitoring.probes.base import ProbeContext, tls_context
+from monitoring.probes.certificates import handshakes, last_certificate
 from tests.monitoring.authority import Authority
 from tests.monitoring.peers import REDIS_URL, HTTPPeer, self_signed_context
 from tests.monitoring.probing import is_phrase, run
@@ -185,3 +189,22 @@ def test_plain_http_and_redis_record_no_certificate(http_peer):
     redis = run("redis", REDIS_URL)
     assert redis.ok, redis
     assert redis.certificate is None
+
+
+def test_a_blocking_clients_handshake_in_a_worker_thread_is_noted(valid_peer):
+    """PyMySQL shakes hands with `wrap_socket` in a thread of `ProbeContext.in_thread`."""
+
+    def blocking_handshake() -> None:
+        with socket.create_connection(("127.0.0.1", valid_peer.port), timeout=5) as sock:
+            tls_context(verify=False).wrap_socket(sock, server_hostname="127.0.0.1").close()
+
+    async def check():
+        async with ProbeContext() as context:
+            with handshakes() as noted:
+                await context.in_thread(blocking_handshake)
+            return last_certificate(noted)
+
+    found = asyncio.run(check())
+
+    assert found is not None
+    assert found.issuer == "CN=healthmon test CA"
