@@ -23,8 +23,11 @@ from monitoring.probes.certificates import PeerCertificate, peer_certificate
 from monitoring.probes.network import open_socket
 
 
-async def _handshake(host: str, port: int, context: ssl.SSLContext) -> ssl.SSLObject:
-    """A finished handshake's SSL object (the connection is closed again at once)."""
+async def _handshake(
+    host: str, port: int, context: ssl.SSLContext
+) -> tuple[str, PeerCertificate | None]:
+    """A finished handshake's protocol version and certificate; the connection is dropped
+    at once, without a TLS goodbye that a silent peer could keep waiting."""
     sock = await open_socket(host, port)
     try:
         _, writer = await asyncio.open_connection(sock=sock, ssl=context, server_hostname=host)
@@ -32,14 +35,16 @@ async def _handshake(host: str, port: int, context: ssl.SSLContext) -> ssl.SSLOb
         sock.close()
         raise
     ssl_object = writer.get_extra_info("ssl_object")
-    writer.close()
-    return ssl_object
+    version, certificate = ssl_object.version() or "TLS", peer_certificate(ssl_object)
+    writer.transport.abort()
+    await asyncio.sleep(0)  # the loop closes the socket on its next turn: before the check ends
+    return version, certificate
 
 
 async def _unverified_certificate(host: str, port: int) -> PeerCertificate | None:
     """The certificate a failed verification refused, read with verification off."""
     with contextlib.suppress(OSError, ssl.SSLError):
-        return peer_certificate(await _handshake(host, port, tls_context(verify=False)))
+        return (await _handshake(host, port, tls_context(verify=False)))[1]
     return None
 
 
@@ -53,14 +58,13 @@ async def probe(task: ProbeTask, context: ProbeContext) -> Outcome:
     parts = urlsplit(task.target)
     host, port = parts.hostname or "", parts.port or 443
     try:
-        ssl_object = await _handshake(host, port, task_tls_context(task))
+        version, certificate = await _handshake(host, port, task_tls_context(task))
     except ssl.SSLCertVerificationError as exc:
         phrase, raw = describe_error(exc)
         certificate = await _unverified_certificate(host, port)
         raise ProbeFailed(phrase, detail=raw, certificate=certificate) from exc
-    certificate = peer_certificate(ssl_object)
     if certificate is None:
-        return Outcome(f"{ssl_object.version()}, no certificate")
+        return Outcome(f"{version}, no certificate")
     days = days_left(certificate, datetime.now(UTC))
-    detail = f"{ssl_object.version()}, expires in {days} day{'' if days == 1 else 's'}"
+    detail = f"{version}, expires in {days} day{'' if days == 1 else 's'}"
     return Outcome(detail, certificate=certificate)

@@ -208,3 +208,24 @@ def test_a_blocking_clients_handshake_in_a_worker_thread_is_noted(valid_peer):
 
     assert found is not None
     assert found.issuer == "CN=healthmon test CA"
+
+
+@pytest.mark.parametrize(
+    ("kind", "target"),
+    [
+        ("websocket", "wss://127.0.0.1:{port}/health"),
+        ("redis", "rediss://127.0.0.1:{port}/0"),
+        ("grpc", "grpcs://127.0.0.1:{port}"),
+    ],
+)
+def test_wss_rediss_and_grpcs_record_the_certificate_and_trust_the_private_ca(
+    valid_peer, authority, kind, target
+):
+    """The peer speaks HTTP under its TLS, so each check fails after the handshake: the
+    certificate it completed is recorded all the same, verified against the private CA."""
+    result = run(kind, target.format(port=valid_peer.port), trusting(authority))
+
+    assert not result.ok
+    assert result.error not in (phrases.TLS_UNTRUSTED, phrases.TLS_FAILED), result
+    assert result.certificate is not None, result
+    assert result.certificate.issuer == "CN=healthmon test CA"
