@@ -127,6 +127,7 @@ class EndpointSerializer(AllErrorsMixin, serializers.ModelSerializer[Endpoint]):
     )
     certificate_expires_at = serializers.DateTimeField(
         read_only=True,
+        allow_null=True,
         help_text="When the certificate of the latest TLS handshake expires; null before one.",
     )
     certificate_issuer = serializers.CharField(
