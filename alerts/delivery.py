@@ -141,12 +141,11 @@ def openings_release(*, now: datetime | None = None, limit: int = 500) -> int:
 
 def _recipients(channel: NotificationChannel, delivery: Delivery) -> list[str]:
     addresses = list(channel.config.get("addresses") or [])
+    # An incident's endpoint, or the endpoint of an event about no incident (a certificate).
+    about = (
+        Q(incidents=delivery.incident_id) if delivery.incident_id else Q(pk=delivery.endpoint_id)
+    )
     if channel.config.get("to_members") and (delivery.incident_id or delivery.endpoint_id):
-        about = (
-            Q(incidents=delivery.incident_id)
-            if delivery.incident_id
-            else Q(pk=delivery.endpoint_id)
-        )
         project_id = Endpoint.objects.filter(about).values("project_id")
         members = User.objects.filter(organization_id=channel.organization_id, is_active=True)
         members = members.filter(Q(role__in=MANAGER_ROLES) | Q(access__project_id__in=project_id))

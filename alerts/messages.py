@@ -11,6 +11,7 @@ from django.conf import settings
 from django.urls import reverse
 
 from alerts.models import ChannelKind, NotificationEvent
+from monitoring.certificates import CertificateWarning
 from monitoring.models import Endpoint, Incident, StatusChange
 
 
@@ -50,6 +51,17 @@ class ChangeDocument(TypedDict):
     reason: str
 
 
+class CertificateDocument(TypedDict):
+    """The certificate in a `certificate.expiring` event."""
+
+    expires_at: str
+    days_left: int
+    threshold: int | str  # as configured: days, or a share of the lifetime ("20%")
+    issuer: str
+    subject: str
+    fingerprint: str
+
+
 class EventDocument(TypedDict):
     """An event as webhooks receive it and deliveries store it."""
 
@@ -60,6 +72,7 @@ class EventDocument(TypedDict):
     endpoint: EndpointDocument | None
     project: ProjectDocument | None
     change: NotRequired[ChangeDocument]  # `endpoint.degraded` and `endpoint.recovered` only
+    certificate: NotRequired[CertificateDocument]  # `certificate.expiring` only
 
 
 def endpoint_link(endpoint_id: object) -> str:
@@ -129,6 +142,36 @@ def _document(
     }
 
 
+def certificate_document(
+    *,
+    event_id: object,
+    occurred_at: datetime,
+    warning: CertificateWarning,
+    endpoint: Endpoint,
+    project_name: str,
+) -> EventDocument:
+    """A `certificate.expiring` event: the endpoint, and the certificate with the threshold
+    it crossed (no incident: an expiring certificate is no downtime)."""
+    document = event_document(
+        event=NotificationEvent.CERTIFICATE_EXPIRING,
+        event_id=event_id,
+        occurred_at=occurred_at,
+        incident=None,
+        endpoint=endpoint,
+        project_name=project_name,
+    )
+    certificate = warning.certificate
+    document["certificate"] = {
+        "expires_at": certificate.expires_at.isoformat(),
+        "days_left": warning.days_left,
+        "threshold": warning.threshold,
+        "issuer": certificate.issuer,
+        "subject": certificate.subject,
+        "fingerprint": certificate.fingerprint,
+    }
+    return document
+
+
 def encode(document: Mapping[str, Any]) -> bytes:
     """The exact bytes sent (and signed): compact, keys in a fixed order."""
     return json.dumps(document, separators=(",", ":"), sort_keys=True).encode()
@@ -159,6 +202,10 @@ def headline(document: EventDocument) -> str:
         return "healthmon test notification: this channel works."
     if "change" in document:
         return _change_headline(document)
+    if "certificate" in document and document["endpoint"] and document["project"]:
+        endpoint, days = document["endpoint"], document["certificate"]["days_left"]
+        where = f"{endpoint['name']} ({document['project']['name']})"
+        return f"CERTIFICATE EXPIRING: {where} in {days} day{'' if days == 1 else 's'}"
     incident, endpoint, project = _about(document)
     where = f"{endpoint['name']} ({project['name']})"
     if document["event"] == NotificationEvent.OPENED:
@@ -186,6 +233,14 @@ def details(document: EventDocument) -> list[str]:
         return [
             f"Last check: {change['reason'] or 'ok'}",
             f"Since: {change['changed_at']}",
+            document["endpoint"]["url"],
+        ]
+    if "certificate" in document and document["endpoint"]:
+        certificate = document["certificate"]
+        return [
+            f"Expires: {certificate['expires_at']}",
+            f"Issuer: {certificate['issuer']}",
+            f"Subject: {certificate['subject']}",
             document["endpoint"]["url"],
         ]
     incident, endpoint, _ = _about(document)

@@ -218,6 +218,7 @@ class NotificationEvent(models.TextChoices):
     # An endpoint slower than its `config.degraded_above_ms`, and back under it.
     DEGRADED = "endpoint.degraded", "Endpoint degraded"
     RECOVERED = "endpoint.recovered", "Endpoint recovered (no longer degraded)"
+    CERTIFICATE_EXPIRING = "certificate.expiring", "Certificate expiring"
     TEST = "test", "Test"
 
 
@@ -265,7 +266,8 @@ class Delivery(models.Model):
     incident = models.ForeignKey(
         Incident, on_delete=models.CASCADE, null=True, blank=True, related_name="+"
     )
-    # The endpoint of an event about an endpoint rather than an incident (`endpoint.*`).
+    # The endpoint of an event about an endpoint rather than an incident (`endpoint.*`,
+    # a certificate expiring).
     endpoint = models.ForeignKey(
         Endpoint, on_delete=models.CASCADE, null=True, blank=True, related_name="+"
     )

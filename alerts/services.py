@@ -33,6 +33,7 @@ from alerts.models import (
     Scoped,
     load_scopes,
 )
+from monitoring.certificates import CertificateWarning
 from monitoring.models import Endpoint, EndpointStatus, Incident, StatusChange
 from monitoring.probes.secrets import masked
 from monitoring.targets import MASK
@@ -441,6 +442,63 @@ def _delivery(
         status=DeliveryStatus.SUPPRESSED if suppressed else DeliveryStatus.PENDING,
         next_attempt_at=next_look,
     )
+
+
+def certificate_event_key(warning: CertificateWarning) -> uuid.UUID:
+    """The idempotency key of a threshold crossed by one certificate of one endpoint: the
+    same however often it is computed, so the outbox refuses a second write of it."""
+    certificate, threshold = warning.certificate, warning.threshold
+    return uuid.uuid5(
+        _EVENT_NAMESPACE, f"{warning.endpoint_id}:{certificate.fingerprint}:{threshold}"
+    )
+
+
+def certificate_notifications_queue(
+    *, warnings: Sequence[CertificateWarning], endpoints: dict[uuid.UUID, Endpoint]
+) -> int:
+    """Write a `certificate.expiring` delivery per channel for each threshold a certificate
+    crossed, and queue them once the transaction commits. Called by `checks_record`.
+
+    Maintenance holds nothing back: an expiring certificate is news whatever the endpoint
+    is going through, and nothing would tell it again. No query runs with no warning.
+    """
+    if not warnings:
+        return 0
+    now = timezone.now()
+    found = Project.objects.filter(
+        pk__in={endpoints[w.endpoint_id].project_id for w in warnings}
+    ).values_list("pk", "organization_id", "name")
+    projects = {pk: org for pk, org, _ in found}
+    names = {pk: name for pk, _, name in found}
+    channels = _channels_by_org(set(projects.values()))
+    rows = []
+    for warning in warnings:
+        endpoint = endpoints[warning.endpoint_id]
+        key = certificate_event_key(warning)
+        document = messages.certificate_document(
+            event_id=key,
+            occurred_at=now,
+            warning=warning,
+            endpoint=endpoint,
+            project_name=names[endpoint.project_id],
+        )
+        rows += [
+            Delivery(
+                channel=channel,
+                event=NotificationEvent.CERTIFICATE_EXPIRING,
+                event_id=key,
+                endpoint=endpoint,
+                occurred_at=now,
+                payload=document,
+                next_attempt_at=now + HOLD,
+            )
+            for channel in _covering(channels, projects, endpoint)
+        ]
+    stored = Delivery.objects.bulk_create(rows, ignore_conflicts=True)
+    pending = [(str(d.pk), 0) for d in stored]
+    if pending:
+        transaction.on_commit(lambda: queue(pending))
+    return len(stored)
 
 
 @transaction.atomic

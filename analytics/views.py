@@ -22,6 +22,7 @@ from analytics.reports import MAX_COMPARED
 from analytics.windows import PERIODS
 from monitoring.access import access_endpoint
 from monitoring.assertion_results import assertion_results
+from monitoring.certificates import certificate_standing
 from monitoring.models import Endpoint, EndpointStatus, EndpointType
 
 PERIOD_CHOICES = [
@@ -137,6 +138,7 @@ def endpoint_page(request: HttpRequest, endpoint_id: str) -> HttpResponse:
         "availability_chart": availability(960, 200),
         "availability_chart_phone": availability(PHONE_WIDTH, 240),
         "refresh": 30,
+        "certificate": certificate_standing(endpoint, now),
         **data,
     }
     latest = data["checks"][0] if data["checks"] else None

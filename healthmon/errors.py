@@ -105,6 +105,7 @@ class InvalidInput(DomainError):
 
 
 def _joined(field: str, name: str) -> str:
+    """A nested field's name: a list's index as `field[2]`, anything else as `field.name`."""
     if name == NON_FIELD:
         return field
     return f"{field}{name}" if name.startswith("[") else f"{field}.{name}"

@@ -54,6 +54,7 @@ class EndpointType(models.TextChoices):
     SMTP = "smtp", "SMTP"
     ICMP = "icmp", "ICMP (ping)"
     DNS = "dns", "DNS"
+    TLS = "tls", "TLS certificate"
     CUSTOM = "custom", "Custom (auto-detect)"
     HEARTBEAT = "heartbeat", "Heartbeat (the job pings us)"
 
@@ -163,6 +164,21 @@ class Endpoint(models.Model):
     slug = models.CharField(max_length=100, null=True, blank=True)  # noqa: DJ001
     late_after = models.DateTimeField(null=True, blank=True, editable=False)
     alert_after = models.DateTimeField(null=True, blank=True, editable=False)
+    # The certificate of the latest check that completed a TLS handshake (`monitoring.checks`
+    # writes it), and the tightest expiry threshold already announced for it: a new
+    # certificate (another fingerprint) starts over.
+    certificate_expires_at = models.DateTimeField(null=True, blank=True, editable=False)
+    certificate_not_before = models.DateTimeField(null=True, blank=True, editable=False)
+    certificate_issuer = models.CharField(
+        max_length=500, blank=True, default="", db_default="", editable=False
+    )
+    certificate_subject = models.CharField(
+        max_length=500, blank=True, default="", db_default="", editable=False
+    )
+    certificate_fingerprint = models.CharField(
+        max_length=64, blank=True, default="", db_default="", editable=False
+    )
+    certificate_warned_within = models.DurationField(null=True, blank=True, editable=False)
 
     objects = EndpointQuerySet.as_manager()
 

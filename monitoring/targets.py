@@ -34,6 +34,7 @@ SCHEMES[EndpointType.CUSTOM] = tuple(dict.fromkeys(s for v in SCHEMES.values() f
 # Not offered to `custom`: neither speaks over a connection whose protocol could be detected.
 SCHEMES[EndpointType.ICMP] = ("icmp",)
 SCHEMES[EndpointType.DNS] = ("dns",)
+SCHEMES[EndpointType.TLS] = ("tls",)  # not for custom: a TLS port speaks something on top
 
 # Names of query parameters, headers and config keys whose values are secrets: any name
 # containing one of these fragments, or made of words (split on `-`, `_`, `.`) among these.
@@ -172,6 +173,7 @@ _BARE_SCHEMES = {
     "grpc": "A gRPC target is grpc://host:port",
     "grpcs": "A gRPC target is grpc://host:port",
     "tcp": "A TCP target is tcp://host:port",
+    "tls": "A TLS target is tls://host:port",
     "smtp": "An SMTP target is smtp://host[:port] (port 25 if none)",
     "smtps": "An SMTPS target is smtps://host[:port] (port 465 if none)",
 }
@@ -183,7 +185,7 @@ def _check_scheme_rules(target: str, parts: SplitResult) -> None:
     if scheme in ("postgresql", "postgres"):
         _check_libpq_agrees(target, parts)
     if scheme in _BARE_SCHEMES:
-        _check_port(parts.port, required=scheme in ("grpc", "grpcs", "tcp"))
+        _check_port(parts.port, required=scheme in ("grpc", "grpcs", "tcp", "tls"))
         if parts.path not in ("", "/") or parts.query or parts.username is not None:
             raise TargetError(f"{_BARE_SCHEMES[scheme]}, with nothing after the port.")
     elif scheme in ("redis", "rediss") and not re.fullmatch(r"/?\d{0,2}", parts.path):

@@ -79,12 +79,14 @@ CONFIG_EXAMPLES: dict[str, dict[str, Any]] = {
     EndpointType.HEARTBEAT: {"grace_seconds": 3600, "min_run_seconds": 30},
     EndpointType.ICMP: {"count": 5, "max_loss_percent": 20, "degraded_above_ms": 100},
     EndpointType.DNS: {"record_type": "MX", "expected": ["10 mail.example.com"]},
+    EndpointType.TLS: {"certificate_expiry_days": [30, 14, 7, "10%"], "verify_tls": True},
 }
 
 # An example target per type, shown beside its options.
 TARGET_EXAMPLES: dict[str, str] = {
     EndpointType.TCP: "tcp://db.example.com:5432",
     EndpointType.SMTP: "smtp://mail.example.com:587 (or smtps://mail.example.com:465)",
+    EndpointType.TLS: "tls://mail.example.com:993",
 }
 
 

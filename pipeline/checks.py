@@ -8,11 +8,13 @@ stage and calls each in turn, so the order is written down once, here:
 
     probe ─▶ 1. store the results, once per slot        monitoring.checks.checks_store
              2. add them to the rollups                 analytics.services.rollups_add
-             3. move streaks, statuses and incidents    monitoring.checks.incidents_advance
-             4. write and queue the notifications       alerts.services.notifications_queue
-                (and those of degraded endpoints)       alerts.services.degradations_queue
+             3. record certificates, thresholds crossed monitoring.certificates.certificates_advance
+             4. move streaks, statuses and incidents    monitoring.checks.incidents_advance
+             5. write and queue the notifications       alerts.services.notifications_queue
+                (and those of degraded endpoints and    alerts.services.degradations_queue,
+                of certificates nearing their expiry)   certificate_notifications_queue
 
-Stages 1-4 share one transaction: the store stage locks the batch's endpoints (in id order,
+Stages 1-5 share one transaction: the store stage locks the batch's endpoints (in id order,
 so two batches cannot deadlock) until the commit, so a batch delivered twice stores, counts
 and notifies nothing the second time, and the notifications leave only once it committed.
 """
@@ -23,8 +25,13 @@ from uuid import UUID
 
 from django.db import transaction
 
-from alerts.services import degradations_queue, notifications_queue
+from alerts.services import (
+    certificate_notifications_queue,
+    degradations_queue,
+    notifications_queue,
+)
 from analytics.services import rollups_add
+from monitoring.certificates import certificates_advance
 from monitoring.checks import CheckOutcome, checks_probe, checks_store, incidents_advance
 
 
@@ -45,7 +52,9 @@ def checks_record(*, outcomes: Sequence[CheckOutcome]) -> int:
         return 0
     stored = checks_store(outcomes=outcomes)
     rollups_add(checks=stored.checks)
+    crossed = certificates_advance(endpoints=stored.endpoints, outcomes=stored.outcomes)
     moved = incidents_advance(endpoints=stored.endpoints, outcomes=stored.outcomes)
     notifications_queue(opened=moved.opened, resolved=moved.resolved, endpoints=stored.endpoints)
     degradations_queue(changes=moved.changes, endpoints=stored.endpoints)
+    certificate_notifications_queue(warnings=crossed, endpoints=stored.endpoints)
     return len(stored.outcomes)

@@ -25,6 +25,12 @@ from monitoring.validation import (
     TextList,
 )
 from monitoring.validation.assertions import COMPARISONS, MAX_ASSERTIONS, SOURCES
+from monitoring.validation.certificates import (
+    MAX_CA_LENGTH,
+    MAX_THRESHOLDS,
+    CACertificate,
+    ExpiryThresholds,
+)
 
 # One name per type, for the components (`HttpConfig`, `HttpEndpoint`, ...).
 _NAMES: dict[str, str] = {
@@ -42,6 +48,7 @@ _NAMES: dict[str, str] = {
     EndpointType.HEARTBEAT: "Heartbeat",
     EndpointType.ICMP: "Icmp",
     EndpointType.DNS: "Dns",
+    EndpointType.TLS: "Tls",
 }
 
 
@@ -99,6 +106,11 @@ def _option_field(option: Option) -> serializers.Field[Any, Any, Any, Any]:
         return serializers.DictField(child=serializers.CharField(max_length=4096), **kwargs)
     if isinstance(option, Assertions):
         return serializers.ListField(child=_AssertionSchema(), max_length=MAX_ASSERTIONS, **kwargs)
+    if isinstance(option, ExpiryThresholds):
+        share = serializers.JSONField(help_text='Days (1-3650) or a share of the lifetime ("20%").')
+        return serializers.ListField(child=share, max_length=MAX_THRESHOLDS, **kwargs)
+    if isinstance(option, CACertificate):
+        return serializers.CharField(max_length=MAX_CA_LENGTH, allow_blank=True, **kwargs)
     raise TypeError(f"No schema for {type(option).__name__}")  # a new kind of option
 
 
@@ -173,6 +185,18 @@ ENDPOINT_EXAMPLES = [
             "type": "graphql",
             "target": "https://catalog.example.com/graphql",
             "config": {"query": "{ __typename }", "degraded_above_ms": 800},
+        },
+    ),
+    OpenApiExample(
+        "TLS certificate",
+        request_only=True,
+        value={
+            "project": EXAMPLE_PROJECT,
+            "name": "Mail server certificate",
+            "type": "tls",
+            "target": "tls://mail.example.com:993",
+            "interval_seconds": 3600,
+            "config": {"certificate_expiry_days": [30, 7, "10%"]},
         },
     ),
     OpenApiExample(

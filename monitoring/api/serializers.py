@@ -125,6 +125,14 @@ class EndpointSerializer(AllErrorsMixin, serializers.ModelSerializer[Endpoint]):
         help_text="Heartbeats, optional: `[a-z0-9_-]`, at most 100, unique in the project; the "
         "job may then call `/ping/<project ping_key>/<slug>` (same suffixes). Null removes it.",
     )
+    certificate_expires_at = serializers.DateTimeField(
+        read_only=True,
+        allow_null=True,
+        help_text="When the certificate of the latest TLS handshake expires; null before one.",
+    )
+    certificate_issuer = serializers.CharField(
+        read_only=True, help_text="That certificate's issuer (RFC 4514); empty before one."
+    )
     ping_url = serializers.SerializerMethodField(
         help_text="Heartbeats: the URL the job calls (`/start`, `/fail`, `/<exit status>`, "
         "`/log` appended as needed); null for other types."
@@ -152,6 +160,8 @@ class EndpointSerializer(AllErrorsMixin, serializers.ModelSerializer[Endpoint]):
             "detected_type",
             "slug",
             "ping_url",
+            "certificate_expires_at",
+            "certificate_issuer",
             "last_checked_at",
             "next_check_at",
             "created_at",
@@ -161,6 +171,8 @@ class EndpointSerializer(AllErrorsMixin, serializers.ModelSerializer[Endpoint]):
             "id",
             "status",
             "detected_type",
+            "certificate_expires_at",
+            "certificate_issuer",
             "last_checked_at",
             "next_check_at",
             "created_at",
@@ -189,6 +201,8 @@ class EndpointSerializer(AllErrorsMixin, serializers.ModelSerializer[Endpoint]):
             "detected_type": instance.detected_type,
             "slug": instance.slug,
             "ping_url": self.get_ping_url(instance),
+            "certificate_expires_at": _timestamp(instance.certificate_expires_at),
+            "certificate_issuer": instance.certificate_issuer,
             "last_checked_at": _timestamp(instance.last_checked_at),
             "next_check_at": _timestamp(instance.next_check_at),
             "created_at": _timestamp(instance.created_at),

@@ -1,6 +1,7 @@
 """The probe interface: what a probe gets, what it returns, and the shared clients."""
 
 import asyncio
+import contextvars
 import errno
 import socket
 import ssl
@@ -15,7 +16,7 @@ from aiohttp.http_exceptions import HttpProcessingError
 from django.conf import settings
 
 from monitoring.probes import phrases
-from monitoring.probes.certificates import PeerCertificate
+from monitoring.probes.certificates import PeerCertificate, client_context
 from monitoring.probes.network import (
     NOT_ALLOWED,
     PolicyResolver,
@@ -98,13 +99,15 @@ class ProbeFailed(Exception):
         self.certificate = certificate  # an expired one, say: still worth recording
 
 
-def tls_context(verify: bool) -> ssl.SSLContext:
-    """A client TLS context; `verify=False` accepts any certificate (a user's choice)."""
-    context = ssl.create_default_context()
-    if not verify:
-        context.check_hostname = False
-        context.verify_mode = ssl.CERT_NONE
-    return context
+def tls_context(verify: bool, ca_certificate: str = "") -> ssl.SSLContext:
+    """A client TLS context; `verify=False` accepts any certificate (a user's choice),
+    `ca_certificate` (PEM) is trusted besides the system's CAs."""
+    return client_context(bool(verify), ca_certificate or "")
+
+
+def task_tls_context(task: ProbeTask) -> ssl.SSLContext:
+    """The TLS context a check's config asks for (`verify_tls`, `ca_certificate`)."""
+    return tls_context(task.config.get("verify_tls", True), task.config.get("ca_certificate", ""))
 
 
 @dataclass
@@ -145,7 +148,9 @@ class ProbeContext:
             self._threads = ThreadPoolExecutor(
                 max_workers=settings.PROBE_THREADS, thread_name_prefix="probe"
             )
-        return await asyncio.get_running_loop().run_in_executor(self._threads, function, *args)
+        # In the check's context, so that a TLS handshake made in the thread is noted for it.
+        run = contextvars.copy_context().run
+        return await asyncio.get_running_loop().run_in_executor(self._threads, run, function, *args)
 
     async def __aenter__(self) -> Self:
         return self

@@ -20,7 +20,14 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from monitoring.models import EndpointType
-from monitoring.probes.base import Outcome, ProbeContext, ProbeFailed, ProbeTask, tls_context
+from monitoring.probes.base import (
+    Outcome,
+    ProbeContext,
+    ProbeFailed,
+    ProbeTask,
+    task_tls_context,
+    tls_context,
+)
 from monitoring.probes.network import open_socket
 
 _SCHEME_KINDS = {
@@ -167,8 +174,8 @@ async def _refine_http(url: str, task: ProbeTask, context: ProbeContext) -> tupl
     """An HTTP URL may serve GraphQL, Elasticsearch or a WebSocket: look before probing."""
     if re.search(r"graphql", urlsplit(url).path, re.IGNORECASE):
         return EndpointType.GRAPHQL, url
-    ssl_option = bool(task.config.get("verify_tls", True))
-    async with context.http.get(url, ssl=ssl_option, allow_redirects=False) as response:
+    tls = task_tls_context(task)
+    async with context.http.get(url, ssl=tls, allow_redirects=False) as response:
         if response.status == 426 or response.headers.get("Upgrade", "").lower() == "websocket":
             return EndpointType.WEBSOCKET, re.sub(r"^http", "ws", url)
         if response.headers.get("X-Elastic-Product") == "Elasticsearch":

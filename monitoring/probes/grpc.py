@@ -1,6 +1,7 @@
 """gRPC: the standard `grpc.health.v1.Health/Check`; up on SERVING."""
 
 import asyncio
+import contextlib
 import ssl
 from typing import Any
 from urllib.parse import urlsplit
@@ -25,7 +26,8 @@ def _address(sockaddr: Any) -> str:
 
 
 async def _server_certificate(host: str, port: int) -> bytes:
-    """The certificate the server presents, to trust it as is (`verify_tls` off)."""
+    """The certificate the server presents: to trust it as is (`verify_tls` off), and to
+    record it (gRPC core shows its own handshake's certificate to no one)."""
     sock = await open_socket(host, port)
     _, writer = await asyncio.open_connection(
         sock=sock, ssl=tls_context(verify=False), server_hostname=host
@@ -33,7 +35,8 @@ async def _server_certificate(host: str, port: int) -> bytes:
     try:
         der = writer.get_extra_info("ssl_object").getpeercert(binary_form=True)
     finally:
-        writer.close()
+        writer.transport.abort()  # no TLS goodbye to wait for
+        await asyncio.sleep(0)  # the loop closes the socket on its next turn
     return ssl.DER_cert_to_PEM_cert(der).encode()
 
 
@@ -43,9 +46,14 @@ async def _channel(task: ProbeTask, host: str, port: int) -> grpc.aio.Channel:
     options = [*_CHANNEL_OPTIONS, ("grpc.default_authority", f"{host}:{port}")]
     if not (task.target.startswith("grpcs://") or task.config.get("tls")):
         return grpc.aio.insecure_channel(address, options=options)
-    roots = None
+    roots = task.config.get("ca_certificate", "").encode() or None
     if not task.config.get("verify_tls", True):
         roots = await _server_certificate(host, port)
+    else:
+        # Only to record the certificate (the runner reads this handshake): a server that
+        # fails it fails gRPC's own handshake next, which names the fault.
+        with contextlib.suppress(OSError, ssl.SSLError):
+            await _server_certificate(host, port)
     options.append(("grpc.ssl_target_name_override", host))
     credentials = grpc.ssl_channel_credentials(root_certificates=roots)
     return grpc.aio.secure_channel(address, credentials, options=options)

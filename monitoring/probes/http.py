@@ -9,7 +9,14 @@ import aiohttp
 from yarl import URL
 
 from monitoring.probes import assertions, phrases
-from monitoring.probes.base import MAX_BODY_BYTES, Outcome, ProbeContext, ProbeFailed, ProbeTask
+from monitoring.probes.base import (
+    MAX_BODY_BYTES,
+    Outcome,
+    ProbeContext,
+    ProbeFailed,
+    ProbeTask,
+    task_tls_context,
+)
 from monitoring.targets import is_secret_name
 
 MAX_REDIRECTS = 5
@@ -69,7 +76,7 @@ async def fetch(
     """
     headers = {**(headers or {}), **(task.config.get("headers") or {})}
     follow = task.config.get("follow_redirects", True)
-    ssl = bool(task.config.get("verify_tls", True))
+    ssl = task_tls_context(task)  # notes the handshakes: the runner reads the certificate
     origin, target = URL(url).origin(), URL(url)
     for _ in range(MAX_REDIRECTS + 1):
         response = await context.http.request(

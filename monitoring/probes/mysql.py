@@ -7,6 +7,7 @@ policy: no async MySQL driver accepts a socket it did not open itself.
 import asyncio
 import contextlib
 import socket
+import ssl
 import time
 from dataclasses import dataclass
 from urllib.parse import parse_qs, unquote, urlsplit
@@ -21,6 +22,7 @@ from monitoring.probes.base import (
     ProbeFailed,
     ProbeTask,
     raw_text,
+    task_tls_context,
 )
 from monitoring.probes.network import open_socket
 
@@ -52,10 +54,9 @@ def _login(target: str) -> _Login:
     )
 
 
-def _select_one(sock: socket.socket, login: _Login, verify_tls: bool, deadline: float) -> None:
+def _select_one(sock: socket.socket, login: _Login, tls: ssl.SSLContext, deadline: float) -> None:
     sock.setblocking(True)
     sock.settimeout(max(0.1, deadline - time.monotonic()))
-    tls = {"check_hostname": verify_tls, "verify_mode": 2 if verify_tls else 0}
     connection = pymysql.Connection(
         host=login.host,
         port=login.port,
@@ -82,9 +83,8 @@ async def probe(task: ProbeTask, context: ProbeContext) -> Outcome:
     login = _login(task.target)
     deadline = time.monotonic() + task.timeout
     sock = await open_socket(login.host, login.port)
-    verify = bool(task.config.get("verify_tls", True))
     try:
-        await context.in_thread(_select_one, sock, login, verify, deadline)
+        await context.in_thread(_select_one, sock, login, task_tls_context(task), deadline)
     except pymysql.err.MySQLError as exc:
         raise ProbeFailed(phrase(exc), detail=raw(exc)) from exc
     except asyncio.CancelledError:

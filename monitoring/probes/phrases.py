@@ -152,6 +152,7 @@ PHRASES: dict[str, tuple[str, ...]] = {
     EndpointType.TCP: (*_ANY, EXPECTED_NOT_RECEIVED),
     EndpointType.SMTP: (*_ANY, SMTP_REPLY, STARTTLS_NOT_OFFERED, PROTOCOL_ERROR),
 }
+PHRASES[EndpointType.TLS] = _ANY
 # A custom endpoint fails as the kind it was found to speak, or before it was found.
 PHRASES[EndpointType.CUSTOM] = tuple(
     dict.fromkeys([*(p for phrases in PHRASES.values() for p in phrases), UNKNOWN_PROTOCOL])

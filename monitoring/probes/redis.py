@@ -6,6 +6,7 @@ bulk length the server announces (a hostile target could send 300 MB for a PING)
 """
 
 import asyncio
+import ssl
 from dataclasses import dataclass
 from urllib.parse import parse_qs, unquote, urlsplit
 
@@ -16,8 +17,10 @@ from monitoring.probes.base import (
     ProbeContext,
     ProbeFailed,
     ProbeTask,
+    task_tls_context,
     tls_context,
 )
+from monitoring.probes.certificates import peer_certificate
 from monitoring.probes.network import open_socket
 
 MAX_REPLY_LINE = 4096
@@ -47,6 +50,14 @@ def _login(task: ProbeTask) -> _Login:
         tls=parts.scheme == "rediss",
         verify_tls=verify,
     )
+
+
+def _tls(task: ProbeTask, login: _Login) -> ssl.SSLContext | None:
+    if not login.tls:
+        return None
+    if not login.verify_tls:
+        return tls_context(verify=False)
+    return task_tls_context(task)
 
 
 def command(*words: str) -> bytes:
@@ -95,10 +106,11 @@ async def probe(task: ProbeTask, context: ProbeContext) -> Outcome:
     sock = await open_socket(login.host, login.port)
     reader, writer = await asyncio.open_connection(
         sock=sock,
-        ssl=tls_context(login.verify_tls) if login.tls else None,
+        ssl=_tls(task, login),
         server_hostname=login.host if login.tls else None,
         limit=MAX_REPLY_LINE,
     )
+    certificate = peer_certificate(writer.get_extra_info("ssl_object"))
     try:
         steps: list[tuple[bytes, bytes, str]] = []
         if login.password:
@@ -111,6 +123,9 @@ async def probe(task: ProbeTask, context: ProbeContext) -> Outcome:
         await writer.drain()
         for _, wanted, failure in steps:
             await _expect(reader, wanted, failure)
+    except ProbeFailed as exc:
+        exc.certificate = certificate
+        raise
     finally:
         writer.close()
-    return Outcome("PONG")
+    return Outcome("PONG", certificate=certificate)

@@ -14,6 +14,7 @@ from monitoring.probes import (
     redis,
     smtp,
     tcp,
+    tls,
     websocket,
 )
 from monitoring.probes.base import Probe
@@ -31,6 +32,7 @@ PROBES: dict[str, Probe] = {
     EndpointType.DNS: dns.probe,
     EndpointType.TCP: tcp.probe,
     EndpointType.SMTP: smtp.probe,
+    EndpointType.TLS: tls.probe,
 }
 
 

@@ -15,6 +15,7 @@ from monitoring.probes.base import (
     ProbeTask,
     describe_error,
 )
+from monitoring.probes.certificates import handshakes, last_certificate
 from monitoring.probes.phrases import TIMED_OUT
 from monitoring.probes.registry import get_probe
 from monitoring.probes.secrets import scrub, secrets_of
@@ -25,19 +26,22 @@ async def run_probe(task: ProbeTask, context: ProbeContext) -> ProbeResult:
     started, started_at = time.perf_counter(), time.time()
     detail, error, raw, detected = "", "", "", ""
     certificate, loss, round_trip = None, None, None
-    try:
-        async with asyncio.timeout(task.timeout):
-            outcome = await get_probe(task.type)(task, context)
-        detail, error, detected = outcome.status_detail, outcome.error, outcome.detected_type
-        certificate = outcome.certificate
-        loss, round_trip = outcome.loss_percent, outcome.round_trip_ms
-    except ProbeFailed as exc:
-        detail, error, raw, detected = exc.status_detail, exc.error, exc.detail, exc.detected_type
-        certificate = exc.certificate
-    except TimeoutError:
-        error = TIMED_OUT.format(seconds=f"{task.timeout:g}")
-    except Exception as exc:
-        error, raw = describe_error(exc)
+    with handshakes() as noted:
+        try:
+            async with asyncio.timeout(task.timeout):
+                outcome = await get_probe(task.type)(task, context)
+            detail, error, detected = outcome.status_detail, outcome.error, outcome.detected_type
+            certificate = outcome.certificate
+            loss, round_trip = outcome.loss_percent, outcome.round_trip_ms
+        except ProbeFailed as exc:
+            detail, error, raw = exc.status_detail, exc.error, exc.detail
+            detected, certificate = exc.detected_type, exc.certificate
+        except TimeoutError:
+            error = TIMED_OUT.format(seconds=f"{task.timeout:g}")
+        except Exception as exc:
+            error, raw = describe_error(exc)
+    # A client that hides its connection (aiohttp) still shook hands through a noting context.
+    certificate = certificate or last_certificate(noted)
     elapsed_ms = round((time.perf_counter() - started) * 1000, 2)
     # The one place a probe's texts are scrubbed: everything stored or shown comes from here.
     secrets = secrets_of(task)

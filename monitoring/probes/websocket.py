@@ -1,5 +1,6 @@
 """WebSocket: a protocol ping answered by a pong, or a text message and its reply."""
 
+from dataclasses import replace
 from urllib.parse import urlsplit
 
 import websockets
@@ -14,8 +15,9 @@ from monitoring.probes.base import (
     ProbeFailed,
     ProbeTask,
     raw_text,
-    tls_context,
+    task_tls_context,
 )
+from monitoring.probes.certificates import peer_certificate
 from monitoring.probes.network import open_socket
 
 
@@ -25,7 +27,7 @@ async def probe(task: ProbeTask, context: ProbeContext) -> Outcome:
     secure = parts.scheme == "wss"
     host, port = parts.hostname or "", parts.port or (443 if secure else 80)
     sock = await open_socket(host, port)
-    tls = tls_context(task.config.get("verify_tls", True)) if secure else None
+    tls = task_tls_context(task) if secure else None
     try:
         async with connect(
             task.target,
@@ -38,7 +40,9 @@ async def probe(task: ProbeTask, context: ProbeContext) -> Outcome:
             additional_headers=task.config.get("headers") or {},
             ssl=tls,
         ) as websocket:
-            return await _exchange(websocket, task.config.get("send", ""), task.config)
+            certificate = peer_certificate(websocket.transport.get_extra_info("ssl_object"))
+            outcome = await _exchange(websocket, task.config.get("send", ""), task.config)
+            return replace(outcome, certificate=certificate)
     except websockets.InvalidStatus as exc:
         status = exc.response.status_code
         error, detail = phrases.HTTP_STATUS.format(status=status), "the handshake was refused"

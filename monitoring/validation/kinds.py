@@ -20,6 +20,7 @@ from monitoring.models import (
 )
 from monitoring.schedules import Schedule, schedule_errors, schedule_of
 from monitoring.validation.assertions import MAX_ASSERTIONS, Assertions
+from monitoring.validation.certificates import CACertificate, ExpiryThresholds
 from monitoring.validation.options import (
     UNKNOWN_OPTION,
     Boolean,
@@ -46,10 +47,22 @@ _COMMON: Options = {
         help="A successful check slower than this marks the endpoint degraded.",
     ),
 }
-_TLS: Options = {
+_VERIFY: Options = {
     **_COMMON,
     "verify_tls": Boolean(
         default=lambda: True, help="Check the server's certificate (on by default)."
+    ),
+}
+# Kinds whose checks record the certificate (and can trust a private CA). PostgreSQL is not
+# one: libpq shows Python no certificate, and reads a CA only from a file.
+_TLS: Options = {
+    **_VERIFY,
+    "certificate_expiry_days": ExpiryThresholds(
+        help="Warn this many days before the certificate expires, or at a share of its "
+        'lifetime ("20%").'
+    ),
+    "ca_certificate": CACertificate(
+        help="A private CA (PEM) to trust for this endpoint, besides the system's CAs."
     ),
 }
 _HTTP_BASED: Options = {**_TLS, "headers": Headers(help="Extra request headers.")}
@@ -91,7 +104,7 @@ OPTIONS: dict[str, Options] = {
         "service": _text(max_length=200, blank=True, help="Empty: the whole server."),
         "tls": Boolean(default=lambda: False, help="grpcs:// targets always use TLS."),
     },
-    EndpointType.POSTGRESQL: _TLS,
+    EndpointType.POSTGRESQL: _VERIFY,
     EndpointType.MYSQL: _TLS,
     EndpointType.REDIS: _TLS,
     EndpointType.ELASTICSEARCH: {
@@ -163,6 +176,7 @@ OPTIONS: dict[str, Options] = {
             "empty: any answer.",
         ),
     },
+    EndpointType.TLS: _TLS,
     EndpointType.HEARTBEAT: {
         "cron": _text(
             max_length=200,

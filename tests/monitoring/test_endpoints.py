@@ -27,6 +27,8 @@ FIELDS = {
     "detected_type",
     "slug",
     "ping_url",
+    "certificate_expires_at",
+    "certificate_issuer",
     "last_checked_at",
     "next_check_at",
     "created_at",

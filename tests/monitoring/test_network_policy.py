@@ -128,6 +128,7 @@ KIND_TARGETS = [
     ("tcp", "tcp://{netloc}"),
     ("smtp", "smtp://{netloc}"),
     ("smtp", "smtps://{netloc}"),
+    ("tls", "tls://{netloc}"),
     ("custom", "{netloc}"),
     ("custom", "http://{netloc}/"),
     ("custom", "http://{netloc}/graphql"),

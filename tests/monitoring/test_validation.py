@@ -27,10 +27,18 @@ def test_defaults_are_filled_in_in_the_kinds_order():
     assert validate_config("grpc", {"tls": "yes", "service": " health "}) == {
         "degraded_above_ms": None,
         "verify_tls": True,
+        "certificate_expiry_days": [30, 14, 7, 1],
+        "ca_certificate": "",
         "service": "health",
         "tls": True,
     }
-    assert list(validate_config("redis", {})) == ["degraded_above_ms", "verify_tls"]
+    assert list(validate_config("redis", {})) == [
+        "degraded_above_ms",
+        "verify_tls",
+        "certificate_expiry_days",
+        "ca_certificate",
+    ]
+    assert list(validate_config("postgresql", {})) == ["degraded_above_ms", "verify_tls"]
     assert "headers" in option_names("custom")
     assert "headers" not in option_names("mysql")
 

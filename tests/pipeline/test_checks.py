@@ -14,7 +14,14 @@ from pipeline import checks as pipeline
 from pipeline.tasks import run_checks
 
 T0 = datetime(2030, 1, 1, 12, 0, tzinfo=UTC)
-STAGES = ["checks_store", "rollups_add", "incidents_advance", "notifications_queue"]
+STAGES = [
+    "checks_store",
+    "rollups_add",
+    "certificates_advance",
+    "incidents_advance",
+    "notifications_queue",
+    "certificate_notifications_queue",
+]
 
 
 @pytest.mark.django_db(transaction=True)
@@ -37,7 +44,7 @@ def test_the_stages_run_in_order_inside_one_transaction(cast, make_endpoint, mon
 
     assert stored == 1
     assert [(name, atomic) for name, atomic, _ in seen] == [(name, True) for name in STAGES]
-    notified = seen[-1][2]
+    notified = next(kwargs for name, _, kwargs in seen if name == "notifications_queue")
     assert notified["opened"] == [Incident.objects.get()]
     assert notified["resolved"] == []
     assert list(notified["endpoints"]) == [endpoint.pk]
