@@ -19,7 +19,7 @@ from monitoring.probes.base import (
     ProbeContext,
     ProbeFailed,
     ProbeTask,
-    tls_context,
+    task_tls_context,
 )
 from monitoring.probes.certificates import peer_certificate
 from monitoring.probes.network import open_socket
@@ -106,7 +106,7 @@ async def probe(task: ProbeTask, context: ProbeContext) -> Outcome:
     """Greeting (2xx), EHLO, STARTTLS when offered or required, EHLO again, QUIT."""
     parts = urlsplit(task.target)
     host, implicit_tls = parts.hostname or "", parts.scheme == "smtps"
-    tls = tls_context(bool(task.config.get("verify_tls", True)))
+    tls = task_tls_context(task)  # verify_tls, and ca_certificate trusted besides
     sock = await open_socket(host, parts.port or _PORTS[parts.scheme])
     reader, writer = await asyncio.open_connection(
         sock=sock,

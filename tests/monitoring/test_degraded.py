@@ -15,7 +15,7 @@ from tests.test_migrations import latest, migrate
 
 
 def test_the_old_name_is_read_as_the_new_one():
-    config = validate_config("redis", {"degraded_threshold_ms": 300})
+    config = validate_config("postgresql", {"degraded_threshold_ms": 300})
 
     assert config == {"degraded_above_ms": 300, "verify_tls": True}
 

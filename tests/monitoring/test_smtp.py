@@ -192,6 +192,8 @@ def test_smtp_options_and_defaults():
     assert validate_config("smtp", {}) == {
         "degraded_above_ms": None,
         "verify_tls": True,
+        "certificate_expiry_days": [30, 14, 7, 1],
+        "ca_certificate": "",
         "starttls": False,
     }
     with pytest.raises(InvalidInput) as refused:
