@@ -22,6 +22,7 @@ from alerts.models import Delivery
 from monitoring import scheduler
 from monitoring.models import CheckResult, Endpoint
 from pipeline.checks import checks_run
+from pipeline.heartbeats import heartbeat_deadlines_run
 from tests.alerts.receiver import Receiver, webhook
 from tests.faults.processes import ROOT
 
@@ -114,6 +115,8 @@ def test_metrics_count_untimed_heartbeat_checks_but_time_only_runs(
         assert client.get(f"/ping/{heartbeat.ping_key}").content == b"OK"  # no start: untimed
         client.get(f"/ping/{heartbeat.ping_key}/start")
         client.get(f"/ping/{heartbeat.ping_key}")
+        # An up heartbeat's pings are stored, then made checks by the deadline loop.
+        heartbeat_deadlines_run(now=timezone.now())
     after = _samples(client)
 
     assert _changed(before, after, "healthmon_checks_total") == {
