@@ -121,8 +121,9 @@ def measure_sweep(runs: int) -> None:
     """`deliveries_dispatch` over a 100,000-row outbox, three ways."""
     from django.utils import timezone
 
-    from alerts import delivery, services
+    from alerts import delivery
     from alerts.models import Delivery, DeliveryStatus
+    from alerts.services import events
     from monitoring.models import Incident
 
     print(f"\n3. sweep: deliveries_dispatch over {OUTBOX:,} deliveries, {PENDING:,} pending")
@@ -163,7 +164,7 @@ def measure_sweep(runs: int) -> None:
 
     # The lookup of suppressed openings each resolving batch with channels makes.
     resolved = [Incident(pk=uuid.uuid4()) for _ in range(200)]
-    times = _timed(runs, lambda run: services._suppressed_openings(resolved))
+    times = _timed(runs, lambda run: events._suppressed_openings(resolved))
     print(
         f"   _suppressed_openings(200 resolved incidents) on this outbox: p50 {_ms(times, 50)} ms,"
         f" p95 {_ms(times, 95)} ms"
