@@ -73,15 +73,20 @@ print(f"BENCH_DB={{connection.vendor}} {{version // 10000}}.{{version % 10000}}"
 """
 
 
-def parse_args() -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--endpoints", type=int, default=20, help="endpoints to create")
+def add_load_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of a wrk run against gunicorn: its length, wrk's load, the server."""
     parser.add_argument("--duration", type=int, default=10, help="seconds measured per route")
     parser.add_argument("--warmup", type=int, default=3, help="warm-up seconds per route")
     parser.add_argument("--connections", type=int, default=16, help="wrk connections")
     parser.add_argument("--threads", type=int, default=2, help="wrk threads")
     parser.add_argument("--workers", type=int, default=2, help="gunicorn sync workers")
     parser.add_argument("--cache-url", default="", help="CACHE_URL (default: local memory)")
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--endpoints", type=int, default=20, help="endpoints to create")
+    add_load_arguments(parser)
     parser.add_argument("--quick", action="store_true", help="smoke run: 1 s per route, no warm-up")
     parser.add_argument("--smoke", action="store_true", help="a run of a few seconds: does it work")
     args = parser.parse_args()

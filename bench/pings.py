@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 
 from _support import BIN, ROOT, free_port, run_benchmark, throwaway_database
-from api_auth import app_env, get, run_wrk, serve
+from api_auth import add_load_arguments, app_env, get, run_wrk, serve
 
 GOAL = 0.5
 RATE = 1000  # pings/s of the paced run
@@ -109,12 +109,7 @@ end
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--heartbeats", type=int, default=1000, help="heartbeats pinged")
-    parser.add_argument("--duration", type=int, default=10, help="seconds measured per route")
-    parser.add_argument("--warmup", type=int, default=3, help="warm-up seconds per route")
-    parser.add_argument("--connections", type=int, default=16, help="wrk connections")
-    parser.add_argument("--threads", type=int, default=2, help="wrk threads")
-    parser.add_argument("--workers", type=int, default=2, help="gunicorn sync workers")
-    parser.add_argument("--cache-url", default="", help="CACHE_URL (default: local memory)")
+    add_load_arguments(parser)
     parser.add_argument("--quick", action="store_true", help="short run: 3 s per route")
     parser.add_argument("--smoke", action="store_true", help="a run of a few seconds: does it work")
     args = parser.parse_args()
