@@ -116,13 +116,15 @@ def openings_release(*, now: datetime | None = None, limit: int = 500) -> int:
             .filter(pk__in={d.incident_id for d in held})
         }
         held = [d for d in held if d.incident_id in incidents]  # the rest: next sweep
-        endpoints = list({i.endpoint_id: i.endpoint for i in incidents.values()}.values())
+        endpoints = list(
+            {i.measured_endpoint_id: i.measured_endpoint for i in incidents.values()}.values()
+        )
         busy = maintenance_intervals(endpoints, now, now + HELD_HORIZON)
         released: list[Delivery] = []
         later: defaultdict[datetime | None, list[uuid.UUID]] = defaultdict(list)
         for opening in held:
             incident = incidents[opening.incident_id]
-            ongoing = busy.get(incident.endpoint_id, [])
+            ongoing = busy.get(incident.measured_endpoint_id, [])
             if incident.resolved_at is not None:
                 later[None].append(opening.pk)
             elif ongoing and ongoing[0][0] <= now:

@@ -357,7 +357,7 @@ def _incidents(endpoint_ids: Sequence[UUID], window: Window) -> list[IncidentRow
     return [
         {
             "id": str(incident.pk),
-            "endpoint": incident.endpoint_id,
+            "endpoint": incident.measured_endpoint_id,
             "started_at": incident.started_at,
             "resolved_at": incident.resolved_at,
             "duration_seconds": incident.duration_seconds,

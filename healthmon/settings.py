@@ -96,6 +96,7 @@ INSTALLED_APPS = [
     "monitoring",
     "alerts",
     "analytics",
+    "statuspages",
     "pipeline",
     # The project package itself: the site's static files and template tags.
     "healthmon",

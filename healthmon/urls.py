@@ -18,6 +18,7 @@ api_v1: list[URLPattern | URLResolver] = [
     path("", include("monitoring.api.urls")),
     path("", include("alerts.api.urls")),
     path("", include("analytics.api.urls")),
+    path("", include("statuspages.api.urls")),
     path("health", HealthView.as_view(), name="health"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
 ]
@@ -39,6 +40,7 @@ urlpatterns = [
     path("", include("monitoring.urls")),
     path("", include("alerts.urls")),
     path("", include("analytics.urls")),
+    path("", include("statuspages.urls")),
 ]
 
 handler400 = "healthmon.errors.bad_request"

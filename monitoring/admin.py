@@ -8,7 +8,16 @@ from django.db.models import QuerySet
 from django.forms.models import BaseInlineFormSet
 from django.http import HttpRequest
 
-from monitoring.models import CheckResult, Endpoint, Heartbeat, Incident, Ping, StatusChange
+from monitoring.models import (
+    CheckResult,
+    Endpoint,
+    Heartbeat,
+    Incident,
+    IncidentNote,
+    IncidentUpdate,
+    Ping,
+    StatusChange,
+)
 from monitoring.services import (
     EndpointChanges,
     endpoint_delete,
@@ -201,11 +210,40 @@ class CheckResultAdmin(_HistoryAdmin):
     ordering = ["-id"]
 
 
+class _IncidentTextInline(admin.TabularInline):
+    """An incident's updates or notes, read here, written through the API and pages."""
+
+    extra = 0
+    can_delete = False
+    show_change_link = False
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        """Written by people through the API, where the text is rendered and announced."""
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        """What was said stays said."""
+        return False
+
+
+class IncidentUpdateInline(_IncidentTextInline):
+    model = IncidentUpdate
+    fields = ("created_at", "state", "message", "author", "notify_subscribers")
+    readonly_fields = fields
+
+
+class IncidentNoteInline(_IncidentTextInline):
+    model = IncidentNote
+    fields = ("created_at", "text", "author")
+    readonly_fields = fields
+
+
 @admin.register(Incident)
 class IncidentAdmin(_HistoryAdmin):
-    list_display = ["endpoint", "started_at", "resolved_at", "duration", "cause"]
-    list_filter = [("resolved_at", admin.EmptyFieldListFilter), "endpoint__type"]
-    search_fields = ["=endpoint__id", "endpoint__name", "cause"]
+    list_display = ["__str__", "kind", "state", "public", "started_at", "resolved_at", "duration"]
+    list_filter = [("resolved_at", admin.EmptyFieldListFilter), "kind", "public", "endpoint__type"]
+    search_fields = ["=endpoint__id", "endpoint__name", "title", "cause"]
+    inlines = [IncidentUpdateInline, IncidentNoteInline]
     date_hierarchy = "started_at"
 
     @admin.display(description="Duration")
@@ -213,6 +251,23 @@ class IncidentAdmin(_HistoryAdmin):
         """How long it lasted, or that it still does."""
         seconds = incident.duration_seconds
         return "ongoing" if seconds is None else f"{seconds / 60:.1f} min"
+
+
+@admin.register(IncidentUpdate, IncidentNote)
+class IncidentTextAdmin(admin.ModelAdmin):
+    """Incident updates and internal notes across incidents, for support: read-only."""
+
+    list_display = ["__str__", "created_at", "author"]
+    list_select_related = ["incident", "author"]
+    ordering = ["-id"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        """Written through the API, where the text is rendered and announced."""
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        """What was said stays said."""
+        return False
 
 
 @admin.register(StatusChange)

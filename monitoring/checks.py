@@ -19,7 +19,14 @@ from django.db import transaction
 from healthmon import metrics
 from healthmon.db import update_each
 from healthmon.logging import get_logger
-from monitoring.models import CheckResult, Endpoint, EndpointStatus, Incident, StatusChange
+from monitoring.models import (
+    CheckResult,
+    Endpoint,
+    EndpointStatus,
+    Incident,
+    IncidentState,
+    StatusChange,
+)
 from monitoring.probes import ProbeResult, ProbeTask, run_batch
 
 logger = get_logger(__name__)
@@ -81,8 +88,10 @@ def checks_store(*, outcomes: Sequence[CheckOutcome]) -> Stored:
         return Stored([], [], {})
     ids = sorted({outcome.endpoint_id for outcome in outcomes})
     # FOR NO KEY UPDATE: it serialises pipelines as FOR UPDATE does, yet lets rows that
-    # refer to the endpoint (a ping being stored) be inserted meanwhile.
-    locked = Endpoint.objects.defer("target", "config").select_for_update(no_key=True)
+    # refer to the endpoint (a ping being stored) be inserted meanwhile. The project comes
+    # along unlocked: a new incident takes its organization.
+    locked = Endpoint.objects.defer("target", "config").select_related("project")
+    locked = locked.select_for_update(no_key=True, of=("self",))
     locked = locked.order_by("pk")
     endpoints = locked.in_bulk(ids)
     # A batch's slots come from one dispatcher tick: a narrow time range, so one index
@@ -151,7 +160,7 @@ class _Ledger:
         """Save the endpoints' new state and every row the results created or closed."""
         update_each(endpoints, _STATE_FIELDS)  # one executemany
         Incident.objects.bulk_create(self.opened)
-        Incident.objects.bulk_update(self.resolved, ["resolved_at"])
+        Incident.objects.bulk_update(self.resolved, ["resolved_at", "state", "updated_at"])
         StatusChange.objects.bulk_create(self.changes)
 
 
@@ -178,7 +187,7 @@ def incidents_advance(
     changed = []
     ledger = _Ledger(
         {
-            incident.endpoint_id: incident
+            incident.measured_endpoint_id: incident
             for incident in Incident.objects.open().filter(endpoint_id__in=list(endpoints))
         }
     )
@@ -250,7 +259,12 @@ def _open_or_resolve(endpoint: Endpoint, ok: bool, ledger: _Ledger) -> None:
     since = endpoint.streak_started_at
     assert since is not None  # noqa: S101 - set with the streak, just before
     if not ok and incident is None and endpoint.streak_length >= endpoint.failure_threshold:
-        incident = Incident(endpoint=endpoint, started_at=since, cause=endpoint.streak_error)
+        incident = Incident(
+            organization_id=endpoint.project.organization_id,
+            endpoint=endpoint,
+            started_at=since,
+            cause=endpoint.streak_error,
+        )
         ledger.open_incidents[endpoint.pk] = incident
         ledger.opened.append(incident)
         logger.warning(
@@ -262,6 +276,8 @@ def _open_or_resolve(endpoint: Endpoint, ok: bool, ledger: _Ledger) -> None:
         )
     elif ok and incident is not None and endpoint.streak_length >= endpoint.recovery_threshold:
         incident.resolved_at = since
+        incident.state = IncidentState.RESOLVED
+        incident.updated_at = since
         ledger.resolved.append(incident)
         logger.info(
             "incident_resolved",

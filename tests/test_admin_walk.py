@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from django.apps import apps
 from django.contrib import admin
+from django.contrib.auth.hashers import make_password
 from django.contrib.messages import get_messages
 from django.db import connection
 from django.test import RequestFactory
@@ -29,15 +30,25 @@ from alerts.services import channel_create, maintenance_window_save
 from apikeys.models import ApiKey
 from apikeys.services import api_key_create
 from monitoring.checks import CheckOutcome
-from monitoring.models import CheckResult, Endpoint, Heartbeat, Incident, StatusChange
+from monitoring.models import (
+    CheckResult,
+    Endpoint,
+    Heartbeat,
+    Incident,
+    IncidentNote,
+    IncidentUpdate,
+    StatusChange,
+)
 from monitoring.probes import ProbeResult
 from monitoring.services import endpoint_create
 from monitoring.validation import validate_config
 from pipeline.checks import checks_record
 from pipeline.heartbeats import PingIn, ping_record
+from statuspages.admin import StatusPageAdmin
+from statuspages.models import Component, Section, StatusPage, Subscriber, SubscriberMail
 from tests.helpers import PASSWORD, accept_invite, admin_url, mailed_token
 
-APPS = ("accounts", "apikeys", "monitoring", "alerts", "analytics")
+APPS = ("accounts", "apikeys", "monitoring", "alerts", "analytics", "statuspages")
 MODELS = [model for model in admin.site._registry if model._meta.app_label in APPS]
 TARGET_PASSWORD = "s3cret-pass"
 HEADER_SECRET = "hdr-s3cret-77"
@@ -83,6 +94,7 @@ def build_organization(n: int) -> dict[str, Any]:
     )
     record_checks(site, [True, False, False])
     add_alerts(org, project, site, n)
+    add_status_page(org, site, n)
     return {"key": key, "users": [owner, member]}
 
 
@@ -161,6 +173,32 @@ def add_alerts(org: Organization, project: Project, site: Endpoint, n: int) -> N
     )
 
 
+PAGE_PASSWORD = "page-s3cret-pw"
+
+
+def add_status_page(org: Organization, site: Endpoint, n: int) -> None:
+    """A password status page showing the site, a confirmed subscriber mailed an update,
+    and an internal note on the site's incident."""
+    page = StatusPage.objects.create(
+        organization=org,
+        name=f"Status {n}",
+        slug=f"status-{n}",
+        visibility="password",
+        password_hash=make_password(PAGE_PASSWORD),
+    )
+    section = Section.objects.create(page=page, name="Core")
+    Component.objects.create(page=page, section=section, endpoint=site)
+    subscriber = Subscriber.objects.create(
+        page=page, email=f"reader{n}@example.net", confirmed_at=timezone.now()
+    )
+    incident = Incident.objects.get(endpoint=site)
+    update = IncidentUpdate.objects.create(
+        incident=incident, state="identified", message="A *fix* is rolling out."
+    )
+    SubscriberMail.objects.create(subscriber=subscriber, update=update, sent_at=timezone.now())
+    IncidentNote.objects.create(incident=incident, text="internal: the db host is flaky")
+
+
 @pytest.fixture
 def world(superuser, django_capture_on_commit_callbacks, outbox):
     """Two organizations with every kind of record; the secrets no page may show."""
@@ -183,6 +221,9 @@ def world(superuser, django_capture_on_commit_callbacks, outbox):
         *ApiKey.objects.values_list("digest", flat=True),
         *tokens,
         *Invitation.objects.values_list("token_hash", flat=True),
+        PAGE_PASSWORD,
+        *StatusPage.objects.exclude(password_hash="").values_list("password_hash", flat=True),
+        *Subscriber.objects.values_list("token", flat=True),
         *(user.password for user in users),
         *(user.password.rsplit("$", 1)[-1] for user in users),  # salt and checksum
     ]
@@ -191,10 +232,11 @@ def world(superuser, django_capture_on_commit_callbacks, outbox):
 def test_every_model_of_the_project_is_in_the_admin():
     concrete = {model for app in APPS for model in apps.get_app_config(app).get_models()}
 
-    # A member's project grants are edited inline on the user's page: a row with no life
-    # of its own, and a page listing all grants would help nobody.
-    assert concrete - set(MODELS) == {ProjectAccess}
+    # A member's project grants are edited inline on the user's page, a status page's
+    # sections and components on the page's: rows with no life of their own.
+    assert concrete - set(MODELS) == {ProjectAccess, Section, Component}
     assert ProjectAccess in {inline.model for inline in UserAdmin.inlines}
+    assert {Section, Component} <= {inline.model for inline in StatusPageAdmin.inlines}
 
 
 def changelist_urls(client: Any, model: Any) -> list[str]:

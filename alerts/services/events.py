@@ -72,7 +72,7 @@ def notifications_queue(
         return 0
     now = timezone.now()
     rows_of = Project.objects.filter(
-        pk__in={endpoints[i.endpoint_id].project_id for i, _ in events}
+        pk__in={endpoints[i.measured_endpoint_id].project_id for i, _ in events}
     )
     found = list(rows_of.values_list("pk", "organization_id", "name"))
     projects = {pk: org for pk, org, _ in found}
@@ -82,7 +82,7 @@ def notifications_queue(
     heard = [
         (incident, event, covering)
         for incident, event in events
-        if (covering := _covering(channels, projects, endpoints[incident.endpoint_id]))
+        if (covering := _covering(channels, projects, endpoints[incident.measured_endpoint_id]))
     ]
     if not heard:
         return 0
@@ -90,7 +90,7 @@ def notifications_queue(
     quiet = _suppressed_openings([i for i, e, _ in heard if e == NotificationEvent.RESOLVED])
     rows = []
     for incident, event, covering in heard:
-        endpoint = endpoints[incident.endpoint_id]
+        endpoint = endpoints[incident.measured_endpoint_id]
         key = event_key(incident.pk, event)
         document = messages.event_document(
             event=event,
@@ -215,12 +215,14 @@ def _held_back(
     """(incident id, event) of the events maintenance holds back: those that happened
     inside a window of their endpoint (judged at their own time, not at ingest's)."""
     times = [_event_time(incident, event) for incident, event in events]
-    involved = list({i.endpoint_id: endpoints[i.endpoint_id] for i, _ in events}.values())
+    involved = list(
+        {i.measured_endpoint_id: endpoints[i.measured_endpoint_id] for i, _ in events}.values()
+    )
     intervals = maintenance_intervals(involved, min(times), max(times) + timedelta(microseconds=1))
     return {
         (incident.pk, event)
         for (incident, event), moment in zip(events, times, strict=True)
-        if any(s <= moment < e for s, e in intervals.get(incident.endpoint_id, ()))
+        if any(s <= moment < e for s, e in intervals.get(incident.measured_endpoint_id, ()))
     }
 
 

@@ -28,7 +28,7 @@ from apikeys.models import ApiKey
 from monitoring.models import Endpoint, Incident, Ping
 from tests.conftest import Api, Cast
 
-OUR_APPS = ("accounts", "apikeys", "monitoring", "alerts", "analytics")
+OUR_APPS = ("accounts", "apikeys", "monitoring", "alerts", "analytics", "statuspages")
 # Written by design on a request that changes nothing else: when a key was last used.
 BOOKKEEPING = {ApiKey: {"last_used_at"}}
 # Generous: only there to catch a hang (a runaway regex, a quadratic parse), not to benchmark.

@@ -1,0 +1,5 @@
+"""`/api/v1/status-pages`."""
+
+from django.urls import URLPattern, URLResolver
+
+urlpatterns: list[URLPattern | URLResolver] = []
