@@ -89,7 +89,7 @@ def summary_json(view: PageView) -> bytes:
         "incidents": [_incident(incident) for incident in view.active_incidents],
         "scheduled_maintenances": [_maintenance(window) for window in view.maintenances],
     }
-    return json.dumps(document, cls=DjangoJSONEncoder).encode()
+    return json.dumps(document, cls=DjangoJSONEncoder, ensure_ascii=False).encode()
 
 
 def _feed(view: PageView, fmt: str) -> FeedGenerator:
