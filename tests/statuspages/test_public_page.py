@@ -200,5 +200,5 @@ def test_the_query_count_does_not_grow_with_components_or_days(
         organization=cast.org, starts_at=now + timedelta(days=1), ends_at=now + timedelta(days=2)
     )
     make_page(cast.org, {"A": endpoints[::2], "B": endpoints[1::2]}, show_response_times=True)
-    with django_assert_max_num_queries(11):
+    with django_assert_max_num_queries(10):
         assert client.get("/status/acme").status_code == 200
