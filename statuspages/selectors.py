@@ -163,9 +163,7 @@ def _components(page: StatusPage) -> list[ComponentRow]:
     and statuses only (the endpoint rows themselves, with their encrypted targets, are
     never loaded). Endpoints of another organization are left out."""
     rows = (
-        Component.objects.filter(
-            page=page, endpoint__project__organization_id=page.organization_id
-        )
+        Component.objects.filter(page=page, endpoint__project__organization_id=page.organization_id)
         .order_by("section__position", "section_id", "position", "id")
         .values_list(
             "id",

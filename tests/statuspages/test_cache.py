@@ -27,7 +27,8 @@ def page(cast, make_endpoint):
 def test_responses_carry_validators_and_public_caching(page, client, suffix):
     response = client.get("/status/acme" + suffix)
     assert response.status_code == 200
-    assert response["ETag"].startswith('"') and response["Last-Modified"]
+    assert response["ETag"].startswith('"')
+    assert response["Last-Modified"]
     assert response["Cache-Control"] == f"public, max-age={page_cache.MAX_AGE}"
 
 
@@ -37,7 +38,8 @@ def test_a_reader_who_has_it_gets_304(page, client, suffix):
     by_etag = client.get("/status/acme" + suffix, HTTP_IF_NONE_MATCH=first["ETag"])
     by_date = client.get("/status/acme" + suffix, HTTP_IF_MODIFIED_SINCE=first["Last-Modified"])
     other = client.get("/status/acme" + suffix, HTTP_IF_NONE_MATCH='"something-else"')
-    assert by_etag.status_code == 304 and by_etag.content == b""
+    assert by_etag.status_code == 304
+    assert by_etag.content == b""
     assert by_etag["ETag"] == first["ETag"]
     assert by_date.status_code == 304
     assert other.status_code == 200
@@ -116,8 +118,10 @@ def test_a_stampede_on_a_stale_entry_renders_once(page):
     release.set()
     renderer.join(5)
     assert readers == [b"v1"] * 20
-    assert bodies == [b"v2"] and len(renders) == 2
-    assert serve() == b"v2" and len(renders) == 2
+    assert bodies == [b"v2"]
+    assert len(renders) == 2
+    assert serve() == b"v2"
+    assert len(renders) == 2
 
 
 def test_a_cold_stampede_waits_for_the_one_render(page, monkeypatch):
@@ -144,4 +148,5 @@ def test_a_cold_stampede_waits_for_the_one_render(page, monkeypatch):
     release.set()
     for thread in (first, *waiters):
         thread.join(5)
-    assert bodies == [b"body"] * 6 and len(renders) == 1
+    assert bodies == [b"body"] * 6
+    assert len(renders) == 1

@@ -33,28 +33,47 @@ def test_the_summary_has_the_contract_shape(cast, make_endpoint, record, client)
     assert document["status"] == {"indicator": "minor", "description": "Degraded performance"}
     ids = [str(c.pk) for c in Component.objects.order_by("section__position")]
     assert document["components"] == [
-        {"id": ids[0], "name": "API", "section": "Core", "status": "operational",
-         "uptime_percent": 75.0},
-        {"id": ids[1], "name": "Web", "section": "Edge", "status": "degraded_performance",
-         "uptime_percent": None},
+        {
+            "id": ids[0],
+            "name": "API",
+            "section": "Core",
+            "status": "operational",
+            "uptime_percent": 75.0,
+        },
+        {
+            "id": ids[1],
+            "name": "Web",
+            "section": "Edge",
+            "status": "degraded_performance",
+            "uptime_percent": None,
+        },
     ]
-    assert document["incidents"] == [] and document["scheduled_maintenances"] == []
+    assert document["incidents"] == []
+    assert document["scheduled_maintenances"] == []
 
 
 def test_unresolved_public_incidents_come_with_their_updates(cast, make_endpoint, client):
     endpoint = make_endpoint(cast.project, name="API")
     now = timezone.now()
     declare(cast.org, [endpoint], at=now - timedelta(hours=1), updates=["Looking", "Found it"])
-    declare(cast.org, [endpoint], at=now - timedelta(hours=3), title="Old",
-            resolved_at=now - timedelta(hours=2), state="resolved")
+    declare(
+        cast.org,
+        [endpoint],
+        at=now - timedelta(hours=3),
+        title="Old",
+        resolved_at=now - timedelta(hours=2),
+        state="resolved",
+    )
     declare(cast.org, [endpoint], at=now, title="Hidden", public=False)
     make_page(cast.org, {"Core": [endpoint]})
 
     document = summary(client)
 
     (incident,) = document["incidents"]
-    assert incident["name"] == "Slow logins" and incident["status"] == "investigating"
-    assert incident["impact"] == "partial_outage" and incident["resolved_at"] is None
+    assert incident["name"] == "Slow logins"
+    assert incident["status"] == "investigating"
+    assert incident["impact"] == "partial_outage"
+    assert incident["resolved_at"] is None
     assert incident["components"] == [document["components"][0]["id"]]
     bodies = [u["body"] for u in incident["incident_updates"]]
     assert bodies == ["Found it", "Looking"]  # newest first
@@ -81,19 +100,28 @@ def test_scheduled_maintenances_list_upcoming_and_active_windows(cast, make_endp
     other = make_endpoint(cast.project, name="Elsewhere")
     now = timezone.now()
     active = MaintenanceWindow.objects.create(
-        organization=cast.org, name="Now", starts_at=now - timedelta(hours=1),
+        organization=cast.org,
+        name="Now",
+        starts_at=now - timedelta(hours=1),
         ends_at=now + timedelta(hours=1),
     )
     MaintenanceWindow.objects.create(
-        organization=cast.org, name="Later", starts_at=now + timedelta(days=1),
+        organization=cast.org,
+        name="Later",
+        starts_at=now + timedelta(days=1),
         ends_at=now + timedelta(days=1, hours=2),
     )
     MaintenanceWindow.objects.create(
-        organization=cast.org, name="Past", starts_at=now - timedelta(days=1),
+        organization=cast.org,
+        name="Past",
+        starts_at=now - timedelta(days=1),
         ends_at=now - timedelta(hours=20),
     )
     narrowed = MaintenanceWindow.objects.create(
-        organization=cast.org, name="Not ours", starts_at=now, ends_at=now + timedelta(hours=1),
+        organization=cast.org,
+        name="Not ours",
+        starts_at=now,
+        ends_at=now + timedelta(hours=1),
     )
     narrowed.endpoints.set([other])
     make_page(cast.org, {"Core": [endpoint]})
@@ -102,7 +130,8 @@ def test_scheduled_maintenances_list_upcoming_and_active_windows(cast, make_endp
 
     windows = document["scheduled_maintenances"]
     assert [(w["name"], w["status"]) for w in windows] == [
-        ("Now", "in_progress"), ("Later", "scheduled"),
+        ("Now", "in_progress"),
+        ("Later", "scheduled"),
     ]
     assert windows[0]["id"] == str(active.pk)
     assert windows[0]["components"] == [document["components"][0]["id"]]
