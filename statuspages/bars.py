@@ -16,24 +16,26 @@ HEIGHT = 30
 _WORDS = {"ok": "No incident", "none": "", "minor": "Some downtime", "major": "Downtime"}
 
 
-def _hover(bar: DayBar) -> str:
+def _hover(bar: DayBar, day: str) -> str:
     uptime = "No data" if bar.uptime is None else f"{bar.uptime:g}% uptime"
-    lines = [f"{bar.day:%d %b %Y}", uptime]
-    lines += [f"Incident: {title}" for title in bar.incidents]
-    if not bar.incidents and bar.uptime is not None:
-        lines.append(_WORDS[bar.tone])
+    if not bar.incidents:  # no reader-given text: nothing to escape
+        return (
+            f"{day}\n{uptime}\n{_WORDS[bar.tone]}" if bar.uptime is not None else f"{day}\n{uptime}"
+        )
+    lines = [day, uptime, *(f"Incident: {title}" for title in bar.incidents)]
     return escape("\n".join(lines))
 
 
-def day_bars_svg(row: ComponentRow) -> SafeString:
+def day_bars_svg(row: ComponentRow, days: list[str]) -> SafeString:
     """Draw one bar per day, coloured by tone, oldest left, with a text alternative that
-    names the period's uptime (colour is never the only carrier)."""
+    names the period's uptime (colour is never the only carrier). `days` are the bars'
+    dates in words, formatted once for every component."""
     width = BAR * len(row.bars)
     uptime = "no data" if row.uptime_percent is None else f"{row.uptime_percent:g}% uptime"
     label = escape(f"{row.name}: {uptime} over the last {len(row.bars)} days")
     rects = "".join(
         f'<rect class="day tone-{bar.tone}" x="{i * BAR}" y="0" width="{BAR - 1}"'
-        f' height="{HEIGHT}" rx="1"><title>{_hover(bar)}</title></rect>'
+        f' height="{HEIGHT}" rx="1"><title>{_hover(bar, days[i])}</title></rect>'
         for i, bar in enumerate(row.bars)
     )
     return mark_safe(  # noqa: S308 - every text inside is escaped above

@@ -9,10 +9,11 @@ cause or note: the dataclasses have no field for them.
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-from datetime import date, datetime, time, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 from uuid import UUID
 
 from django.db.models import Q
+from django.db.models.functions import TruncDate
 
 from alerts.models import MaintenanceWindow, Recurrence, load_scopes
 from analytics.models import DayRollup, HourRollup
@@ -29,22 +30,23 @@ SPARKLINE_HOURS = 24
 DAY = timedelta(days=1)
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class DayBar:
-    """One UTC day of a component: its uptime % (None: no data) and its public incidents."""
+    """One UTC day of a component: its uptime % (None: no data), its public incidents,
+    and how the bar is coloured (no data, clean, or how bad)."""
 
     day: date
     uptime: float | None
     incidents: tuple[str, ...] = ()
+    tone: str = field(init=False)
 
-    @property
-    def tone(self) -> str:
-        """How the bar is coloured: no data, clean, or how bad."""
+    def __post_init__(self) -> None:
         if self.uptime is None:
-            return "none"
-        if self.uptime >= 99.9 and not self.incidents:
-            return "ok"
-        return "minor" if self.uptime >= 99.0 else "major"
+            self.tone = "none"
+        elif self.uptime >= 99.9 and not self.incidents:
+            self.tone = "ok"
+        else:
+            self.tone = "minor" if self.uptime >= 99.0 else "major"
 
 
 @dataclass
@@ -270,28 +272,32 @@ def _day_bars(
     query): a day's uptime is its successful checks over its checks; a day with no check
     is no data, never 100 %."""
     start = datetime.combine(days[0], time.min, tzinfo=end.tzinfo)
-    sums: dict[tuple[UUID, date], tuple[int, int]] = {}
-    for endpoint_id, bucket, count, failures in (
+    sums: dict[UUID, dict[date, tuple[int, int]]] = defaultdict(dict)
+    for endpoint_id, day, count, failures in (
         DayRollup.objects.filter(endpoint_id__in=[row.endpoint_id for row in rows])
         .between(start, end)
         .order_by()
-        .values_list("endpoint_id", "bucket", "count", "failures")
+        # Dates, not timestamps: thousands of timestamptz values are slow to parse.
+        .annotate(day=TruncDate("bucket", tzinfo=UTC))
+        .values_list("endpoint_id", "day", "count", "failures")
     ):
-        sums[endpoint_id, bucket.date()] = (count, failures)
-    titles: dict[tuple[int, date], list[str]] = defaultdict(list)
+        sums[endpoint_id][day] = (count, failures)
+    titles: dict[int, dict[date, list[str]]] = defaultdict(lambda: defaultdict(list))
     for incident in incidents:
         first = max(incident.started_at.date(), days[0])
         last = (incident.resolved_at or end).date()
         for offset in range((last - first).days + 1):
             for component_id in incident.component_ids:
-                titles[component_id, first + timedelta(days=offset)].append(incident.title)
+                titles[component_id][first + timedelta(days=offset)].append(incident.title)
+    nothing = (0, 0)
     for row in rows:
+        mine, marks = sums.get(row.endpoint_id, {}), titles.get(row.id, {})
         total = failed = 0
         for day in days:
-            count, failures = sums.get((row.endpoint_id, day), (0, 0))
+            count, failures = mine.get(day, nothing)
             total, failed = total + count, failed + failures
             uptime = round(100 * (count - failures) / count, 2) if count else None
-            row.bars.append(DayBar(day, uptime, tuple(titles.get((row.id, day), ()))))
+            row.bars.append(DayBar(day, uptime, tuple(marks.get(day, ()))))
         row.uptime_percent = round(100 * (total - failed) / total, 3) if total else None
 
 

@@ -24,13 +24,14 @@ from statuspages.selectors import SPARKLINE_HOURS, PageView, page_view
 def _sections(view: PageView) -> list[dict[str, Any]]:
     """Sections with each component's day bars and sparkline drawn (SVG)."""
     end, start = view.now, view.now - timedelta(hours=SPARKLINE_HOURS)
+    days = [f"{day:%d %b %Y}" for day in view.days]
     return [
         {
             "name": section.name,
             "items": [
                 {
                     "row": row,
-                    "bars": day_bars_svg(row),
+                    "bars": day_bars_svg(row, days),
                     "spark": None
                     if row.sparkline is None
                     else sparkline(row.sparkline, width=160, height=28, start=start, end=end),
