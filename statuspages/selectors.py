@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
 from uuid import UUID
 
+from django.db import connection
 from django.db.models import Q
 from django.db.models.functions import TruncDate
 
@@ -265,6 +266,31 @@ def _incidents(page: StatusPage, rows: list[ComponentRow], since: datetime) -> l
     return list(incidents.values())
 
 
+def _rollup_days(
+    rows: list[ComponentRow], start: datetime, end: datetime
+) -> list[tuple[UUID, date, int, int]]:
+    """(endpoint, UTC day, checks, failed checks) of the daily rollups in [start, end).
+
+    Run on the cursor, skipping the ORM's per-value converters, and read as dates rather
+    than timestamps: 50 components of 90 days are 4,500 rows, which took 20-30 ms through
+    the ORM and take about 5 ms so (bench: `tests/statuspages`' cold-render test)."""
+    query = (
+        DayRollup.objects.filter(endpoint_id__in=[row.endpoint_id for row in rows])
+        .between(start, end)
+        .order_by()
+        .annotate(day=TruncDate("bucket", tzinfo=UTC))
+        .values_list("endpoint_id", "day", "count", "failures")
+    )
+    sql, params = query.query.sql_with_params()
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        found = cursor.fetchall()
+    if connection.vendor == "postgresql":
+        return found
+    # SQLite hands back text: uuids as 32 hex digits, dates in ISO form.
+    return [(UUID(pk), date.fromisoformat(day), c, f) for pk, day, c, f in found]
+
+
 def _day_bars(
     rows: list[ComponentRow], incidents: list[IncidentRow], days: list[date], end: datetime
 ) -> None:
@@ -273,14 +299,7 @@ def _day_bars(
     is no data, never 100 %."""
     start = datetime.combine(days[0], time.min, tzinfo=end.tzinfo)
     sums: dict[UUID, dict[date, tuple[int, int]]] = defaultdict(dict)
-    for endpoint_id, day, count, failures in (
-        DayRollup.objects.filter(endpoint_id__in=[row.endpoint_id for row in rows])
-        .between(start, end)
-        .order_by()
-        # Dates, not timestamps: thousands of timestamptz values are slow to parse.
-        .annotate(day=TruncDate("bucket", tzinfo=UTC))
-        .values_list("endpoint_id", "day", "count", "failures")
-    ):
+    for endpoint_id, day, count, failures in _rollup_days(rows, start, end):
         sums[endpoint_id][day] = (count, failures)
     titles: dict[int, dict[date, list[str]]] = defaultdict(lambda: defaultdict(list))
     for incident in incidents:
