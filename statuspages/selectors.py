@@ -43,7 +43,8 @@ class DayBar:
 
     def __post_init__(self) -> None:
         if self.uptime is None:
-            self.tone = "none"
+            # A day without checks can still have had a declared incident.
+            self.tone = "minor" if self.incidents else "none"
         elif self.uptime >= 99.9 and not self.incidents:
             self.tone = "ok"
         else:
@@ -249,6 +250,13 @@ def _incidents(page: StatusPage, rows: list[ComponentRow], since: datetime) -> l
         "incident_id", "endpoint_id"
     ):
         incidents[incident_id].component_ids.append(by_endpoint[endpoint_id].id)
+    _add_updates(incidents, automatic)
+    return list(incidents.values())
+
+
+def _add_updates(incidents: dict[UUID, IncidentRow], automatic: dict[UUID, ComponentRow]) -> None:
+    """Give each incident its updates, newest first (one query); an automatic one nobody
+    has written on yet gets the line readers are told instead."""
     for pk, state, html, text, created_at, incident_id in (
         IncidentUpdate.objects.filter(incident_id__in=list(incidents))
         .order_by("-created_at", "-id")
@@ -258,12 +266,11 @@ def _incidents(page: StatusPage, rows: list[ComponentRow], since: datetime) -> l
     for pk, row in automatic.items():
         incident = incidents[pk]
         if not incident.updates:
-            # What readers are told when nobody has written yet: the component and the
-            # state, never the measured cause (an error text can name hosts and ports).
+            # The component and the state, never the measured cause (an error text can
+            # name hosts and ports).
             words = f"{row.name} is down — investigating"
             opened = UpdateRow(f"{pk}-opened", "investigating", "", words, incident.started_at)
             incident.updates.append(opened)
-    return list(incidents.values())
 
 
 def _rollup_days(

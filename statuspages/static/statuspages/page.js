@@ -17,7 +17,5 @@ for (const node of document.querySelectorAll("time[datetime]")) {
 
 const zone = document.querySelector(".js-zone");
 if (zone) {
-  zone.textContent = " unless your browser shows them in your time zone ("
-    + Intl.DateTimeFormat().resolvedOptions().timeZone + ")";
-  zone.hidden = false;
+  zone.textContent = "your time zone (" + Intl.DateTimeFormat().resolvedOptions().timeZone + ")";
 }
