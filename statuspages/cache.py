@@ -93,8 +93,8 @@ def _entry(page_id: object, fmt: str, render: Callable[[], Rendered]) -> Entry:
     """The entry to serve: the cached one when fresh; else rendered by whoever takes the
     lock, the others serving the stale entry (or, on a cold cache, waiting for it)."""
     key, lock = _entry_key(page_id, fmt), _entry_key(page_id, fmt) + ":lock"
-    version = cache.get(_version_key(page_id), 0)
-    entry: Entry | None = cache.get(key)
+    found = cache.get_many([_version_key(page_id), key])  # one round trip to Redis
+    version, entry = found.get(_version_key(page_id), 0), found.get(key)
     if entry is not None and entry.fresh(version, timezone.now().timestamp()):
         return entry
     if cache.add(lock, 1, timeout=LOCK_SECONDS):

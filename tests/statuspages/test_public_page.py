@@ -266,3 +266,19 @@ def test_a_cold_render_of_50_components_by_90_days_is_fast(cast, make_endpoint):
     assert body.count(b'<rect class="day') == 50 * 90
     # The best of ten: the machine running the tests may be busy with other work.
     assert min(timings) < 0.050, timings
+
+
+XSS = '<script>alert(1)</script><img src=x onerror=alert(2)>"'
+
+
+def test_names_and_texts_stay_inert(cast, make_endpoint, client):
+    endpoint = make_endpoint(cast.project, name=f"API {XSS}")
+    declare(cast.org, [endpoint], at=timezone.now(), title=f"Down {XSS}")
+    make_page(
+        cast.org, {f"Core {XSS}": [endpoint]}, title=f"Acme {XSS}", description=f"About {XSS}"
+    )
+    for suffix in ("", "/history.atom", "/history.rss"):
+        body = client.get("/status/acme" + suffix).content.decode()
+        assert "<script>alert" not in body, suffix
+        assert "<img src=x" not in body, suffix
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in client.get("/status/acme").content.decode()
