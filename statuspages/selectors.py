@@ -265,12 +265,19 @@ def _add_updates(incidents: dict[UUID, IncidentRow], automatic: dict[UUID, Compo
         incidents[incident_id].updates.append(UpdateRow(str(pk), state, html, text, created_at))
     for pk, row in automatic.items():
         incident = incidents[pk]
-        if not incident.updates:
-            # The component and the state, never the measured cause (an error text can
-            # name hosts and ports).
-            words = f"{row.name} is down — investigating"
-            opened = UpdateRow(f"{pk}-opened", "investigating", "", words, incident.started_at)
-            incident.updates.append(opened)
+        if incident.updates:
+            continue
+        # The component and the state, never the measured cause (an error text can name
+        # hosts and ports).
+        if incident.resolved_at is not None:
+            words = f"{row.name} is back up"
+            incident.updates.append(
+                UpdateRow(f"{pk}-resolved", "resolved", "", words, incident.resolved_at)
+            )
+        words = f"{row.name} is down — investigating"
+        incident.updates.append(
+            UpdateRow(f"{pk}-opened", "investigating", "", words, incident.started_at)
+        )
 
 
 def _rollup_days(
