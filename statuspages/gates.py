@@ -46,7 +46,7 @@ NOT_FOUND_DETAIL = "no such status page"
 View = TypeVar("View", bound=Callable[..., HttpResponse])
 
 
-class PasswordRequired(Exception):  # noqa: N818 - names the state, as Http404 does
+class PasswordRequired(Exception):
     """A password page this browser session has not unlocked."""
 
     def __init__(self, page: StatusPage) -> None:

@@ -33,7 +33,8 @@ class CustomDomainMiddleware:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        raw_host = request._get_raw_host()  # the host Django's get_host would check
+        # The very host HttpRequest.get_host checks (X-Forwarded-Host under USE_X_FORWARDED_HOST).
+        raw_host = request._get_raw_host()  # type: ignore[attr-defined]
         domain, _port = split_domain_port(raw_host)
         if domain and not validate_host(domain, _allowed_hosts()):
             slug = domain_page_slug(domain)
@@ -45,7 +46,7 @@ class CustomDomainMiddleware:
 def _serve_domain(request: HttpRequest, raw_host: str, slug: str) -> None:
     """Accept this request's host and route it to the page's public views only."""
     request.status_domain_slug = slug  # type: ignore[attr-defined]
-    request.urlconf = DOMAIN_URLCONF  # type: ignore[attr-defined]
+    request.urlconf = DOMAIN_URLCONF
 
     def get_host() -> str:
         """The custom domain, accepted for this request only (see the module docstring)."""

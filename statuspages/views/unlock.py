@@ -17,7 +17,7 @@ from statuspages.models import StatusPage
 
 logger = logging.getLogger(__name__)
 
-WRONG_PASSWORD = "That password is not right."
+WRONG_PASSWORD = "That password is not right."  # noqa: S105 - a message, not a secret
 _MAX_PASSWORD = 1_000  # longer input is never a page password; not worth hashing
 
 

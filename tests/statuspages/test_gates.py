@@ -136,9 +136,7 @@ def test_locked_password_page_data_routes_answer_403_revealing_nothing(
 
 
 def test_unlock_form_shows_only_the_title(make_page: Callable[..., StatusPage]) -> None:
-    make_page(
-        "pw-page", Visibility.PASSWORD, title="Acme services", description="internal-detail"
-    )
+    make_page("pw-page", Visibility.PASSWORD, title="Acme services", description="internal-detail")
     response = Client().get("/status/pw-page/unlock?next=/status/pw-page")
     assert response.status_code == 200
     body = response.content.decode()
