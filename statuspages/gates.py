@@ -68,8 +68,10 @@ def gated_page(request: HttpRequest, slug: str) -> StatusPage:
     """The page behind `slug` unless it is unknown or private to this reader (the same
     Http404 for both); a password page is returned locked or not (the unlock form's view)."""
     page = StatusPage.objects.filter(slug=slug).first()
-    # Read the signed-in user on every path, so that the session is touched (and `Vary:
-    # Cookie` set) alike for an unknown slug and a private page.
+    if page is not None and page.visibility == Visibility.PUBLIC:
+        return page  # no session read: a public page's answer does not vary by cookie
+    # Read the signed-in user for an unknown slug too, so that the session is touched (and
+    # `Vary: Cookie` set) alike for it and for a private page.
     member = _is_member(request, page)
     if page is None or (page.visibility == Visibility.PRIVATE and not member):
         raise Http404(NOT_FOUND_DETAIL)

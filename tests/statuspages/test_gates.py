@@ -288,3 +288,13 @@ def test_unlock_attempts_are_throttled_per_page(
     late = Client(REMOTE_ADDR="198.51.100.99")
     assert late.post("/status/pw-page/unlock", {"password": PAGE_PASSWORD}).status_code == 429
     assert late.post("/status/other-pw-page/unlock", {"password": "x"}).status_code == 400
+
+
+def test_public_page_answer_does_not_vary_by_cookie(
+    make_page: Callable[..., StatusPage],
+) -> None:
+    """Shared caches may keep a public page: the gate reads no session for it."""
+    make_page("open-page")
+    response = Client().get("/status/open-page/summary.json")
+    assert response.status_code == 200
+    assert "Cookie" not in response.get("Vary", "")
