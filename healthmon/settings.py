@@ -227,7 +227,14 @@ SECURE_HSTS_PRELOAD = not DEBUG and _bool("SECURE_HSTS_PRELOAD", True)
 # Plain HTTP is redirected to HTTPS when not DEBUG, except the load balancer's health check.
 # Behind a TLS-terminating proxy, set SECURE_PROXY_SSL_HEADER so requests read as secure.
 SECURE_SSL_REDIRECT = not DEBUG and _bool("SECURE_SSL_REDIRECT", True)
-SECURE_REDIRECT_EXEMPT = [r"^api/v1/health$", r"^healthz$", r"^readyz$"]
+# The status page custom-domain check is asked over plain HTTP by the TLS proxy itself
+# (Caddy's on-demand TLS `ask`), before any certificate exists.
+SECURE_REDIRECT_EXEMPT = [
+    r"^api/v1/health$",
+    r"^healthz$",
+    r"^readyz$",
+    r"^status-domains/check$",
+]
 # Content-Security-Policy: no inline script and nothing from other origins on any page. The
 # admin's widgets set a few inline style attributes, hence 'unsafe-inline' for styles only.
 CONTENT_SECURITY_POLICY = {

@@ -207,3 +207,14 @@ def test_real_public_views_serve_the_domain(make_page: Callable[..., StatusPage]
     assert summary.json()["page"]["name"] == "acme status"
     for feed in ("/history.atom", "/history.rss"):
         assert on(DOMAIN).get(feed).status_code == 200
+
+
+def test_tls_ask_endpoint_answers_plain_http(
+    settings: Any, make_page: Callable[..., StatusPage]
+) -> None:
+    """The proxy asks over plain HTTP before it has a certificate: no HTTPS redirect."""
+    settings.SECURE_SSL_REDIRECT = True
+    make_page("acme", custom_domain=DOMAIN)
+    client = Client()
+    assert client.get("/status-domains/check", {"domain": DOMAIN}).status_code == 200
+    assert client.get("/status/acme/unlock").status_code == 301  # the rest still redirects
