@@ -42,6 +42,7 @@ _ENDPOINT_WORDS: dict[str, tuple[str, str]] = {
     EndpointStatus.PENDING: ("pending", "lightgrey"),
 }
 MAINTENANCE = ("maintenance", "blue")
+_UNKNOWN = ("unknown", "lightgrey")  # a status added later and not named here yet
 
 # A page's overall indicator (`statuspages.states.Overall`) in a badge's words and colour.
 _PAGE_WORDS: dict[str, tuple[str, str]] = {
@@ -101,7 +102,9 @@ def status_badge(subject: Subject, now: datetime) -> Badge:
     held = maintenance_intervals(subject.endpoints, now, now + timedelta(microseconds=1))
     if subject.page is None:
         endpoint = subject.endpoints[0]
-        words = MAINTENANCE if endpoint.pk in held else _ENDPOINT_WORDS[endpoint.status]
+        words = (
+            MAINTENANCE if endpoint.pk in held else _ENDPOINT_WORDS.get(endpoint.status, _UNKNOWN)
+        )
         return Badge(label, *words)
     declared = _declared_impacts(subject.endpoints)
     statuses = [

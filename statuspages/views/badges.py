@@ -13,6 +13,7 @@ them `MAX_AGE` seconds and then revalidate with the ETag.
 """
 
 import json
+import logging
 import re
 import unicodedata
 from dataclasses import replace
@@ -27,6 +28,7 @@ from healthmon.errors import PROBLEM_CONTENT_TYPE, ErrorCode, InvalidInput, prob
 from statuspages import badge_figures as figures
 from statuspages.badges import Badge
 
+logger = logging.getLogger(__name__)
 CACHE_SECONDS = 10  # how stale a badge may be after a state change
 MAX_AGE = 60  # shields.io, GitHub's image proxy and browsers keep a badge this long
 MAX_LABEL_LENGTH = 40
@@ -74,16 +76,24 @@ def _query(request: HttpRequest, kind: str) -> tuple[str, str]:
 
 
 def _figure(badge_key: str, kind: str, period: str) -> Badge | None:
-    """The badge under its default label, from the cache when computed lately."""
+    """The badge under its default label, from the cache when computed lately; computed
+    afresh, uncached, while the cache is down."""
     cache_key = f"badge:{kind}:{period}:{badge_key}"
-    cached = cache.get(cache_key)
+    try:
+        cached = cache.get(cache_key)
+    except Exception:  # the cache is down: a badge still answers, from the database
+        logger.warning("badge cache read failed", exc_info=True)
+        return _compute(badge_key, kind, period)
     if cached is not None:
         return Badge(*cached)
     found = _compute(badge_key, kind, period)
     # Not found is not cached: a page made public shows at once, and unknown keys
     # cannot fill the cache.
     if found is not None:
-        cache.set(cache_key, (found.label, found.message, found.color), CACHE_SECONDS)
+        try:
+            cache.set(cache_key, (found.label, found.message, found.color), CACHE_SECONDS)
+        except Exception:
+            logger.warning("badge cache write failed", exc_info=True)
     return found
 
 

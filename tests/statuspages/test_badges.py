@@ -553,6 +553,27 @@ def test_a_badge_is_computed_once_per_ten_seconds_and_then_follows_the_state(cli
         assert client.get(url).json()["message"] == "down"
 
 
+class _ReadsFail:
+    def get(self, *args: Any, **kwargs: Any) -> None:
+        raise ConnectionError("cache down")
+
+    set = get
+
+
+class _WritesFail(_ReadsFail):
+    def get(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+@pytest.mark.parametrize("broken", [_ReadsFail, _WritesFail])
+def test_a_badge_still_answers_while_the_cache_is_down(client, checked, monkeypatch, broken):
+    endpoint = checked()
+    monkeypatch.setattr("statuspages.views.badges.cache", broken())
+
+    with at(NOW):
+        assert shield(client, endpoint.badge_key)["message"] == "up"
+
+
 def test_unknown_keys_are_not_cached(client, checked, page):
     made = page(checked(), visibility=Visibility.PRIVATE)
     url = f"/badge/{made.badge_key}/status.json"
