@@ -97,8 +97,9 @@ class ConfigField(serializers.JSONField):
 
 
 class BadgeUrlsSerializer(serializers.Serializer[Any]):
-    """An endpoint's public badges (no login; its `badge_key` is the only secret in them):
-    each SVG for a README, each JSON for shields.io's endpoint badge."""
+    """The public badges of a badge key, an endpoint's or a status page's (no login; the key
+    is the only secret in them): each SVG for a README, each JSON for shields.io's endpoint
+    badge."""
 
     status_svg = serializers.URLField(read_only=True)
     status_json = serializers.URLField(read_only=True)
