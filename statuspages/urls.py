@@ -1,9 +1,9 @@
 """Status page routes: the public pages, feeds, subscriptions and badges (no login), and
 the management pages (owner/admin)."""
 
-from django.urls import URLPattern, URLResolver, path
+from django.urls import URLPattern, URLResolver, path, re_path
 
-from statuspages.views import domains, unlock
+from statuspages.views import badges, domains, unlock
 
 urlpatterns: list[URLPattern | URLResolver] = [
     # public pages, summary.json and feeds (statuspages.views.public)
@@ -13,5 +13,10 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("status-domains/check", domains.domain_check, name="statuspage-domain-check"),
     # subscriptions (statuspages.views.subscribe)
     # badges (statuspages.views.badges)
+    re_path(
+        r"^badge/(?P<badge_key>[^/]+)/(?P<kind>status|uptime|response-time)\.(?P<fmt>svg|json)$",
+        badges.badge,
+        name="badge",
+    ),
     # management pages (statuspages.views.manage)
 ]
