@@ -201,15 +201,17 @@ def _audience(incident: Incident) -> "list[uuid.UUID]":
 @transaction.atomic
 def _fan_out_one(update_id: uuid.UUID, now: datetime) -> int:
     """Claim one update and write its mails; 0 when another run claimed it first."""
+    # Conditions on the update's own row only: PostgreSQL re-checks those against the row a
+    # racing claim committed, but not a join's subquery (both claims would win).
     claimed = IncidentUpdate.objects.filter(
-        pk=update_id,
-        notify_subscribers=True,
-        subscribers_notified_at__isnull=True,
-        incident__public=True,
+        pk=update_id, notify_subscribers=True, subscribers_notified_at__isnull=True
     ).update(subscribers_notified_at=now)
     if not claimed:
         return 0
     update = IncidentUpdate.objects.select_related("incident").get(pk=update_id)
+    if not update.incident.public:  # hidden since it was picked: leave it unclaimed
+        transaction.set_rollback(True)
+        return 0
     rows = [SubscriberMail(subscriber_id=s, update=update) for s in _audience(update.incident)]
     SubscriberMail.objects.bulk_create(rows, batch_size=1000, ignore_conflicts=True)
     # Ids read back: ignore_conflicts gives none, and these are the rows that exist.
