@@ -16,6 +16,7 @@ import math
 import smtplib
 import time
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -256,7 +257,7 @@ def subscriber_links(subscriber: Subscriber) -> dict[str, str]:
     }
 
 
-def _render(template: str, context: dict[str, object]) -> tuple[str, str, str]:
+def _render(template: str, context: Mapping[str, object]) -> tuple[str, str, str]:
     """Subject (one line: headers carry no newlines), text and HTML of a mail."""
     subject = " ".join(render_to_string(f"emails/{template}_subject.txt", context).split())
     text = render_to_string(f"emails/{template}.txt", context)
@@ -342,4 +343,3 @@ def subscriber_mails_send(*, mail_ids: list[int]) -> SendOutcome:
                 SubscriberMail.objects.filter(pk=mail.pk).update(sent_at=None)
                 failed.append(mail.pk)
     return SendOutcome(sent=sent, failed=failed)
-
