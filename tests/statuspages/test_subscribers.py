@@ -227,3 +227,29 @@ def test_subscribe_form_partial_posts_an_email_to_the_page_route(page):
     assert 'type="email" name="email"' in html
     private = make_page(page.organization, "inner", visibility=Visibility.PRIVATE)
     assert "<form" not in render_to_string("statuspages/_subscribe.html", {"page": private})
+
+
+HOSTILE = '<script>alert("x")</script><img src=x onerror=alert(1)>'
+
+
+def test_result_pages_escape_the_page_name_and_run_no_inline_script(cast, post, client, outbox):
+    page = make_page(cast.org, "acme")
+    StatusPage.objects.filter(pk=page.pk).update(name=HOSTILE, title=HOSTILE)
+    subscriber = Subscriber.objects.create(page=page, email="reader@example.com")
+    responses = [
+        post("/status/acme/subscribe", {"email": "new@example.com"}),
+        post("/status/acme/subscribe", {"email": "bad"}),
+        client.get(f"/status/acme/confirm/{subscriber.token}"),
+        client.post(f"/status/acme/confirm/{subscriber.token}"),
+        client.get(f"/status/acme/unsubscribe/{subscriber.token}"),
+        client.get("/status/acme/unsubscribe/unknown"),
+        client.post(f"/status/acme/unsubscribe/{subscriber.token}"),
+    ]
+    for response in responses:
+        html = response.content.decode()
+        assert "<script>alert" not in html
+        assert "<img" not in html
+        assert re.findall(r"<script(?![^>]*\bsrc=)", html) == []
+        assert "script-src 'self'" in response["Content-Security-Policy"]
+    [mail] = outbox
+    assert "<script>alert" not in mail.alternatives[0][0]
