@@ -10,8 +10,11 @@ import time_machine
 from django.template.loader import render_to_string
 from django.test import Client
 
+from accounts.services import organization_create
 from statuspages.models import StatusPage, Subscriber, Visibility
 from statuspages.services import subscribers as service
+from statuspages.tasks import send_subscriber_confirmation
+from tests.concurrency import race
 from tests.statuspages.subscribing import confirmed, make_page
 
 NOW = datetime(2030, 3, 4, 10, 0, tzinfo=UTC)
@@ -253,3 +256,34 @@ def test_result_pages_escape_the_page_name_and_run_no_inline_script(cast, post, 
         assert "script-src 'self'" in response["Content-Security-Policy"]
     [mail] = outbox
     assert "<script>alert" not in mail.alternatives[0][0]
+
+
+def test_a_queued_confirmation_is_dropped_once_confirmed_or_unsubscribed(page, outbox):
+    waiting = Subscriber.objects.create(page=page, email="waiting@example.com")
+    done = confirmed(page, "done@example.com")
+    gone = Subscriber.objects.create(page=page, email="gone@example.com")
+    gone_id = gone.pk
+    gone.delete()
+    sent = [
+        send_subscriber_confirmation.delay(str(pk)).get() for pk in (waiting.pk, done.pk, gone_id)
+    ]
+    assert sent == [True, False, False]
+    assert [m.to for m in outbox] == [["waiting@example.com"]]
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.postgres("two subscribes of one address on two connections at once")
+def test_one_address_subscribing_twice_at_once_makes_one_subscriber(outbox):
+    org, _ = organization_create(name="Acme")
+    page = make_page(org, "acme")
+
+    def subscribe(email: str) -> Callable[[], int]:
+        def run() -> int:
+            service.subscriber_subscribe(page=page, email=email)
+            return 200
+
+        return run
+
+    assert race(subscribe("Reader@example.com"), subscribe("reader@EXAMPLE.com")) == [200, 200]
+    assert Subscriber.objects.count() == 1
+    assert len(outbox) == 2  # the view's address throttle keeps this to one; the row is one
