@@ -447,6 +447,8 @@ CELERY_TASK_ROUTES = {
     "monitoring.tasks.dispatch_due_checks": {"queue": "dispatch"},
     "pipeline.tasks.run_heartbeat_deadlines": {"queue": "dispatch"},
 }
+# Update mails one status-page send task carries (one SMTP connection per batch).
+STATUS_SUBSCRIBER_BATCH_SIZE = 100
 # One beat entry for all endpoints: the dispatcher claims what is due and sends batches.
 CELERY_BEAT_SCHEDULE = {
     "dispatch-due-checks": {
@@ -462,6 +464,12 @@ CELERY_BEAT_SCHEDULE = {
     },
     "dispatch-deliveries": {
         "task": "alerts.tasks.dispatch_deliveries",
+        "schedule": 5.0,
+        "options": {"expires": 10},
+    },
+    # Public incident updates become one mail per confirmed status-page subscriber.
+    "fan-out-subscriber-mails": {
+        "task": "statuspages.tasks.fan_out_subscriber_mails",
         "schedule": 5.0,
         "options": {"expires": 10},
     },

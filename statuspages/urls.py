@@ -3,7 +3,7 @@ the management pages (owner/admin)."""
 
 from django.urls import URLPattern, URLResolver, path, re_path
 
-from statuspages.views import badges, domains, unlock
+from statuspages.views import badges, domains, subscribe, unlock
 
 urlpatterns: list[URLPattern | URLResolver] = [
     # public pages, summary.json and feeds (statuspages.views.public)
@@ -12,6 +12,13 @@ urlpatterns: list[URLPattern | URLResolver] = [
     # Caddy's on-demand TLS asks here before getting a custom domain's certificate
     path("status-domains/check", domains.domain_check, name="statuspage-domain-check"),
     # subscriptions (statuspages.views.subscribe)
+    path("status/<slug:slug>/subscribe", subscribe.subscribe, name="status-subscribe"),
+    path("status/<slug:slug>/confirm/<str:token>", subscribe.confirm, name="status-confirm"),
+    path(
+        "status/<slug:slug>/unsubscribe/<str:token>",
+        subscribe.unsubscribe,
+        name="status-unsubscribe",
+    ),
     # badges (statuspages.views.badges)
     re_path(
         r"^badge/(?P<badge_key>[^/]+)/(?P<kind>status|uptime|response-time)\.(?P<fmt>svg|json)$",
