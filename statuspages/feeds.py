@@ -7,7 +7,6 @@ from typing import Any
 
 from django.conf import settings
 from django.core.serializers.json import DjangoJSONEncoder
-from django.urls import reverse
 from feedgen.feed import FeedGenerator
 
 from statuspages.models import StatusPage
@@ -17,12 +16,13 @@ from statuspages.selectors import IncidentRow, MaintenanceRow, PageView
 FEED_ENTRIES = 50
 
 
-def page_url(page: StatusPage) -> str:
-    """The page's absolute address: its custom domain when it has one. Never taken from
-    the request, so that a cached body is the same whichever host asked."""
+def page_url(page: StatusPage, suffix: str = "") -> str:
+    """The absolute address of the page (or one of its routes): on its custom domain when
+    it has one. Never taken from the request, so that a cached body is the same whichever
+    host asked, nor reversed, since a custom domain's request routes by another URLconf."""
     if page.custom_domain:
-        return f"https://{page.custom_domain}/"
-    return settings.WEB_BASE_URL + reverse("status-page", args=[page.slug])
+        return f"https://{page.custom_domain}/{suffix}"
+    return f"{settings.WEB_BASE_URL}/status/{page.slug}" + (f"/{suffix}" if suffix else "")
 
 
 def _iso(moment: datetime | None) -> str | None:
@@ -98,8 +98,7 @@ def _feed(view: PageView, fmt: str) -> FeedGenerator:
     feed = FeedGenerator()
     feed.id(url)
     feed.title(f"{page.title or page.name} status history")
-    self_url = settings.WEB_BASE_URL + reverse(f"status-{fmt}", args=[page.slug])
-    feed.link(href=self_url, rel="self")
+    feed.link(href=page_url(page, f"history.{fmt}"), rel="self")
     feed.link(href=url, rel="alternate")  # last: RSS's <link> is the last one set
     feed.description(page.description or f"Incidents and updates of {page.name}")
     feed.language("en")

@@ -14,6 +14,8 @@ from statuspages.models import Visibility
 from statuspages.views import public
 from tests.statuspages.pages import declare, make_page
 
+LINKS = {"atom": "a", "rss": "r", "summary": "s", "subscribe": "/subscribe"}
+ROUTES = ("", "/summary.json", "/history.atom", "/history.rss")
 SECRET_TARGET = "https://db-7.internal.acme.test:8443/health?token=s3cr3t-t0ken"
 SECRET_ERROR = "connect to 10.1.2.3:5432 refused (password=hunter2)"
 
@@ -260,7 +262,7 @@ def test_a_cold_render_of_50_components_by_90_days_is_fast(cast, make_endpoint):
     timings = []
     for _ in range(10):
         started = time.perf_counter()
-        body = public._page_html(page).body
+        body = public._page_html(page, LINKS).body
         timings.append(time.perf_counter() - started)
 
     assert body.count(b'<rect class="day') == 50 * 90
@@ -282,3 +284,10 @@ def test_names_and_texts_stay_inert(cast, make_endpoint, client):
         assert "<script>alert" not in body, suffix
         assert "<img src=x" not in body, suffix
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in client.get("/status/acme").content.decode()
+
+
+def test_a_page_without_components_renders(cast, client):
+    make_page(cast.org, {})
+    for suffix in ROUTES:
+        assert client.get("/status/acme" + suffix).status_code == 200, suffix
+    assert "No components yet" in page_text(client)
