@@ -6,6 +6,7 @@ from datetime import timedelta
 
 import pytest
 import time_machine
+from django.contrib.auth.hashers import make_password
 from django.test import RequestFactory
 from django.utils import timezone
 
@@ -150,3 +151,17 @@ def test_a_cold_stampede_waits_for_the_one_render(page, monkeypatch):
         thread.join(5)
     assert bodies == [b"body"] * 6
     assert len(renders) == 1
+
+
+def test_a_password_page_is_cached_by_nobody_but_us(page, client):
+    page.visibility = Visibility.PASSWORD
+    page.password_hash = make_password("open sesame")
+    page.save()
+    assert client.get("/status/acme").status_code == 302  # to its unlock form
+    assert client.get("/status/acme/summary.json").status_code == 403
+    unlocked = client.post("/status/acme/unlock", {"password": "open sesame"})
+    assert unlocked.status_code == 302
+    for suffix in ROUTES:
+        response = client.get("/status/acme" + suffix)
+        assert response.status_code == 200, suffix
+        assert response["Cache-Control"] == "private, no-store"
