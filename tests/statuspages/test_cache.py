@@ -1,6 +1,7 @@
 """The public responses' cache: validators and 304s, freshness, invalidation, and one
 render per stampede."""
 
+import gzip
 import threading
 from datetime import timedelta
 
@@ -165,3 +166,17 @@ def test_a_password_page_is_cached_by_nobody_but_us(page, client):
         response = client.get("/status/acme" + suffix)
         assert response.status_code == 200, suffix
         assert response["Cache-Control"] == "private, no-store"
+
+
+def test_readers_who_take_gzip_get_it_compressed_once(page, client):
+    plain = client.get("/status/acme")
+    zipped = client.get("/status/acme", HTTP_ACCEPT_ENCODING="br, gzip")
+    assert zipped["Content-Encoding"] == "gzip"
+    assert gzip.decompress(zipped.content) == plain.content
+    assert "Accept-Encoding" in zipped["Vary"]
+    assert "Accept-Encoding" in plain["Vary"]
+    assert zipped["ETag"] != plain["ETag"]
+    again = client.get(
+        "/status/acme", HTTP_ACCEPT_ENCODING="gzip", HTTP_IF_NONE_MATCH=zipped["ETag"]
+    )
+    assert again.status_code == 304

@@ -148,7 +148,7 @@ def test_day_bars_show_uptime_incidents_and_days_without_data(cast, make_endpoin
 
     text = page_text(client)
 
-    assert text.count('<rect class="day') == 30
+    assert text.count("<rect ") == 30
     assert f"{yesterday:%d %b %Y}\n75% uptime\nIncident: Slow logins" in text
     assert "No data" in text  # the days before the endpoint existed
     assert "75% uptime" in text  # the period's uptime beside the bars
@@ -265,7 +265,7 @@ def test_a_cold_render_of_50_components_by_90_days_is_fast(cast, make_endpoint):
         body = public._page_html(page, LINKS).body
         timings.append(time.perf_counter() - started)
 
-    assert body.count(b'<rect class="day') == 50 * 90
+    assert body.count(b"<rect ") == 50 * 90
     # The best of ten: the machine running the tests may be busy with other work.
     assert min(timings) < 0.050, timings
 
