@@ -8,10 +8,15 @@ updates). A stale entry is still served while one request, holding a `cache.add`
 renders the new one (stale-while-revalidate): readers never queue behind a render, and at
 most one render runs per page and format. Only a cold cache makes readers wait, briefly,
 for the lock holder's render instead of each rendering it.
+
+Each process also keeps the entries it served: while one is fresh and the page version
+(a small key read on every request) is unchanged, its body is not fetched from Redis again.
+Responses are stored with a gzip copy made once per render.
 """
 
 import gzip
 import hashlib
+import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -70,15 +75,31 @@ def _entry_key(page_id: object, fmt: str) -> str:
     return f"statuspages:entry:{page_id}:{fmt}"
 
 
+def _new_version() -> int:
+    # Random, not 1: a cache emptied and started again must not revive the old entries
+    # the processes still hold (`_LOCAL`).
+    return secrets.randbelow(2**31)
+
+
 def page_cache_bump(page_id: object) -> None:
     """Mark a page's cached responses stale at once (after a page edit, an incident or
     an update that it shows); the next reader renders anew."""
     key = _version_key(page_id)
-    if not cache.add(key, 1, timeout=None):
+    if not cache.add(key, _new_version(), timeout=None):
         try:
             cache.incr(key)
         except ValueError:  # evicted between add and incr
-            cache.set(key, 1, timeout=None)
+            cache.set(key, _new_version(), timeout=None)
+
+
+def _version(page_id: object) -> int:
+    """The page's current version, set when missing (first read, or an emptied cache)."""
+    key = _version_key(page_id)
+    version = cache.get(key)
+    if version is None:
+        cache.add(key, _new_version(), timeout=None)
+        version = cache.get(key, 0)
+    return int(version)
 
 
 def _render(render: Callable[[], Rendered], previous: Entry | None, version: int) -> Entry:
@@ -91,19 +112,37 @@ def _render(render: Callable[[], Rendered], previous: Entry | None, version: int
     return Entry(done.body, gzipped, done.content_type, etag, int(modified), version, now)
 
 
+# This process's copies of entries it served, by cache key; bounded by emptying it whole.
+_LOCAL: dict[str, Entry] = {}
+_LOCAL_MAX = 256
+
+
+def _keep(key: str, entry: Entry) -> Entry:
+    if len(_LOCAL) >= _LOCAL_MAX:
+        _LOCAL.clear()
+    _LOCAL[key] = entry
+    return entry
+
+
 def _entry(page_id: object, fmt: str, render: Callable[[], Rendered]) -> Entry:
     """The entry to serve: the cached one when fresh; else rendered by whoever takes the
     lock, the others serving the stale entry (or, on a cold cache, waiting for it)."""
     key, lock = _entry_key(page_id, fmt), _entry_key(page_id, fmt) + ":lock"
-    found = cache.get_many([_version_key(page_id), key])  # one round trip to Redis
-    version, entry = found.get(_version_key(page_id), 0), found.get(key)
-    if entry is not None and entry.fresh(version, timezone.now().timestamp()):
-        return entry
+    version, now = _version(page_id), timezone.now().timestamp()
+    # This process's copy first: a fresh one spares fetching the body (hundreds of kB for
+    # a large page) from Redis on every request; the version read above still says
+    # whether it was bumped since.
+    local = _LOCAL.get(key)
+    if local is not None and local.fresh(version, now):
+        return local
+    entry: Entry | None = cache.get(key)
+    if entry is not None and entry.fresh(version, now):
+        return _keep(key, entry)
     if cache.add(lock, 1, timeout=LOCK_SECONDS):
         try:
             fresh = _render(render, entry, version)
             cache.set(key, fresh, timeout=KEEP_SECONDS)
-            return fresh
+            return _keep(key, fresh)
         finally:
             cache.delete(lock)
     if entry is not None:
