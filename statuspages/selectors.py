@@ -362,7 +362,7 @@ def _statuses(
 
 
 def page_view(*, page: StatusPage, now: datetime) -> PageView:
-    """Read everything a status page shows, in a fixed number of queries (about eight,
+    """Read everything a status page shows, in a fixed number of queries (nine at most,
     whatever the number of components and days)."""
     today = now.date()
     days = [today - timedelta(days=n) for n in reversed(range(page.uptime_days))]
