@@ -178,11 +178,14 @@ def run_wrk(
     *,
     token: str | None = None,
     script: Path | None = None,
+    headers: tuple[str, ...] = (),
 ) -> dict:
     """Load `url` with wrk (a Lua `script` may build the requests); requests/s, latency
     p50/p99 in ms, requests answered 2xx (`ok`) and the rest (`errors`)."""
     command = ["wrk", f"-t{args.threads}", f"-c{args.connections}", f"-d{seconds}s", "--latency"]
     command += ["-H", ": ".join(FORWARDED)]
+    for header in headers:
+        command += ["-H", header]
     if token:
         command += ["-H", f"Authorization: Bearer {token}"]
     if script is not None:
