@@ -39,3 +39,15 @@ def update_status_check(incident: Incident, status: str) -> None:
         and status == IncidentState.RESOLVED
     ):
         raise InvalidInput({"status": [AUTOMATIC_RESOLVES_ITSELF]})
+
+
+def allowed_statuses(incident: Incident) -> list[str]:
+    """The update statuses the incident takes now, in their order (for a form's choices)."""
+    allowed = []
+    for status in IncidentState.values:
+        try:
+            update_status_check(incident, status)
+        except InvalidInput:
+            continue
+        allowed.append(status)
+    return allowed
