@@ -12,7 +12,7 @@ from typing import Any
 
 from django.contrib import messages
 from django.core.paginator import Paginator
-from django.http import HttpRequest, HttpResponse, QueryDict
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST, require_safe
 
@@ -44,12 +44,15 @@ NOTE_LABELS = {"text": "Note"}
 EDIT_LABELS = {"title": "Title", "impact": "Impact", "public": "Public"}
 
 
-def _boxes(request: HttpRequest, *names: str) -> QueryDict:
-    """The posted form with its checkboxes said outright: a browser leaves an unchecked
-    box out, which the serializer would read as "use the default" (true)."""
-    data = request.POST.copy()
-    for name in names:
-        data[name] = "true" if name in request.POST else "false"
+def _posted(
+    request: HttpRequest, *, boxes: tuple[str, ...] = (), lists: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """The posted form as the API's JSON would say it: checkboxes as booleans (a browser
+    leaves an unchecked one out, which would read as "use the default"), lists as lists."""
+    data: dict[str, Any] = request.POST.dict()
+    data.pop("csrfmiddlewaretoken", None)
+    data.update({name: name in request.POST for name in boxes})
+    data.update({name: request.POST.getlist(name) for name in lists})
     return data
 
 
@@ -92,13 +95,13 @@ def incident_list(request: HttpRequest) -> HttpResponse:
 def incident_declare(request: HttpRequest) -> HttpResponse:
     """Declare an incident; back to the list with the errors when refused."""
     user = page_user(request)
-    data = _boxes(request, "public", "notify_subscribers")
+    data = _posted(request, boxes=("public", "notify_subscribers"), lists=("endpoints",))
     form = PageForm.check(
         IncidentDeclareSerializer, data, DECLARE_LABELS, context={"request": request}
     )
     incident = form.attempt(incidents.incident_declare, organization=user.organization, author=user)
     if incident is None:
-        form.data = {**request.POST.dict(), "endpoints": request.POST.getlist("endpoints")}
+        form.data = {**request.POST.dict(), "endpoints": data["endpoints"]}
         return _list_page(request, form)
     messages.success(request, f"The incident “{incident.title}” is declared.")
     return redirect("incident", incident_id=incident.pk)
@@ -147,7 +150,7 @@ def incident_post_update(request: HttpRequest, incident_id: str) -> HttpResponse
     user = page_user(request)
     incident = access_incident(user, incident_id)
     context = {"request": request, "incident": incident}
-    data = _boxes(request, "notify_subscribers")
+    data = _posted(request, boxes=("notify_subscribers",))
     form = PageForm.check(IncidentUpdateCreateSerializer, data, UPDATE_LABELS, context=context)
     if form.attempt(incidents.incident_update_post, incident=incident, author=user) is None:
         form.data = request.POST  # shown as posted: a box left unchecked stays so
@@ -162,7 +165,7 @@ def incident_add_note(request: HttpRequest, incident_id: str) -> HttpResponse:
     """Add an internal note."""
     user = page_user(request)
     incident = access_incident(user, incident_id)
-    form = PageForm.check(IncidentNoteCreateSerializer, request.POST, NOTE_LABELS)
+    form = PageForm.check(IncidentNoteCreateSerializer, _posted(request), NOTE_LABELS)
     if form.attempt(incidents.incident_note_add, incident=incident, author=user) is None:
         return _detail_page(request, incident_id, {"note": form})
     messages.success(request, "The note is added.")
@@ -174,7 +177,7 @@ def incident_add_note(request: HttpRequest, incident_id: str) -> HttpResponse:
 def incident_edit(request: HttpRequest, incident_id: str) -> HttpResponse:
     """Change the title, the impact and whether status pages show the incident."""
     incident = access_incident(page_user(request), incident_id)
-    form = PageForm.check(IncidentEditSerializer, _boxes(request, "public"), EDIT_LABELS)
+    form = PageForm.check(IncidentEditSerializer, _posted(request, boxes=("public",)), EDIT_LABELS)
     if form.attempt(incidents.incident_edit, incident=incident) is None:
         form.data = request.POST
         return _detail_page(request, incident_id, {"edit": form})

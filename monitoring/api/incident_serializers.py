@@ -117,6 +117,17 @@ class IncidentSerializer(serializers.ModelSerializer[Incident]):
         return [str(endpoint.pk) for endpoint in instance.endpoints.all()]
 
 
+class StrictBooleanField(serializers.BooleanField):
+    """JSON true or false only (DRF's also takes "yes", 1 and the like); the pages post
+    their checkboxes as booleans too."""
+
+    def to_internal_value(self, data: Any) -> bool:
+        """Refuse anything but a boolean."""
+        if not isinstance(data, bool):
+            self.fail("invalid", input=data)
+        return data
+
+
 class MessageField(TextField):
     """Markdown, kept as typed (leading spaces make code blocks)."""
 
@@ -163,8 +174,8 @@ class IncidentDeclareSerializer(AllErrorsMixin, serializers.Serializer[Any]):
     message = MessageField(
         required=False, allow_blank=True, default="", help_text="Markdown; the first update."
     )
-    public = serializers.BooleanField(default=True, help_text="Shown on status pages.")
-    notify_subscribers = serializers.BooleanField(
+    public = StrictBooleanField(default=True, help_text="Shown on status pages.")
+    notify_subscribers = StrictBooleanField(
         default=True, help_text="Mail the first update to status-page subscribers."
     )
 
@@ -178,7 +189,7 @@ class IncidentUpdateCreateSerializer(AllErrorsMixin, serializers.Serializer[Any]
         "it); a resolved incident takes `resolved` only (a postmortem).",
     )
     message = MessageField(validators=[_not_blank], help_text="Markdown.")
-    notify_subscribers = serializers.BooleanField(
+    notify_subscribers = StrictBooleanField(
         default=True, help_text="Mail it to status-page subscribers (public incidents only)."
     )
 
@@ -202,7 +213,5 @@ class IncidentEditSerializer(AllErrorsMixin, serializers.Serializer[Any]):
     """What readers see of an incident; fields left out keep their values."""
 
     title = NameField(max_length=MAX_TITLE_LENGTH, required=False)
-    public = serializers.BooleanField(
-        required=False, help_text="False takes it off every status page."
-    )
+    public = StrictBooleanField(required=False, help_text="False takes it off every status page.")
     impact = serializers.ChoiceField(choices=IncidentImpact.choices, required=False)

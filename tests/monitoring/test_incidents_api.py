@@ -153,6 +153,9 @@ def test_every_bad_field_of_a_declaration_is_named_at_once(api, cast):
         ({"impact": "operational"}, "impact"),
         ({"message": "x" * 10_001}, "message"),
         ({"notify_subscribers": "loud"}, "notify_subscribers"),
+        ({"public": 0}, "public"),
+        ({"public": "true"}, "public"),
+        ({"title": 5}, "title"),
     ],
 )
 def test_bad_declarations_are_a_400_and_write_nothing(api, cast, endpoint, fields, field):
@@ -431,6 +434,14 @@ def test_every_bad_field_of_a_patch_is_named_at_once(api, cast, declared):
     assert {"title", "public", "impact"} <= set(errors)
     declared.refresh_from_db()
     assert (declared.title, declared.public) == ("Checkout is slow", True)
+
+
+def test_patch_takes_json_booleans_only(api, cast, declared):
+    response = api.as_user(cast.owner).patch(f"{URL}/{declared.id}", {"public": 0}, format="json")
+
+    assert "public" in assert_problem(response, 400, "validation_error")["errors"]
+    declared.refresh_from_db()
+    assert declared.public is True
 
 
 def test_incidents_cannot_be_put_or_deleted(api, cast, declared):
