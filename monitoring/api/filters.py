@@ -5,6 +5,8 @@ from typing import Any
 from django.db.models import Q
 from django.http import HttpRequest
 from django_filters import rest_framework as filters
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
 
 from accounts.models import Project
 from healthmon.api.filters import TimeRangeFilter, TrueFalseFilter, UTCDateTimeFilter
@@ -87,11 +89,13 @@ class IncidentFilter(filters.FilterSet):
         """Open incidents have no resolution time yet."""
         return queryset.filter(resolved_at__isnull=value == "open")
 
+    @extend_schema_field(OpenApiTypes.UUID)
     def filter_endpoint(self, queryset: Any, name: str, value: Endpoint) -> Any:
         """Measured on the endpoint, or declared on it."""
         declared = _declared_on(endpoint_id=value.pk)
         return queryset.filter(Q(endpoint=value) | Q(pk__in=declared))
 
+    @extend_schema_field(OpenApiTypes.UUID)
     def filter_project(self, queryset: Any, name: str, value: Project) -> Any:
         """Measured on an endpoint of the project, or declared on one."""
         declared = _declared_on(endpoint__project_id=value.pk)
