@@ -306,6 +306,14 @@ def test_the_overview_links_a_declared_incident(pages, cast, declared):
     assert Markup(html(response)).find("a", href=f"/incidents/{declared.pk}")
 
 
+def test_the_endpoint_page_links_its_incidents(pages, cast, endpoint):
+    automatic = Incident.objects.create(endpoint=endpoint, started_at=T0)
+
+    response = pages.as_user(cast.member).get(f"/endpoints/{endpoint.pk}")
+
+    assert Markup(html(response)).find("a", href=f"/incidents/{automatic.pk}")
+
+
 def test_the_list_reads_in_a_fixed_number_of_queries(
     pages, cast, endpoint, django_assert_max_num_queries
 ):
