@@ -562,6 +562,9 @@ SPECTACULAR_SETTINGS = {
         "EndpointStatusEnum": "monitoring.models.EndpointStatus",
         "PingKindEnum": "monitoring.models.PingKind",
         "KindEnum": "alerts.models.ChannelKind",
+        "IncidentKindEnum": "monitoring.models.IncidentKind",
+        "IncidentImpactEnum": "monitoring.models.IncidentImpact",
+        "IncidentStateEnum": "monitoring.models.IncidentState",
     },
 }
 

@@ -25,6 +25,7 @@ from monitoring.models import (
     EndpointStatus,
     EndpointType,
     Incident,
+    IncidentState,
     StatusChange,
 )
 from monitoring.probes.base import ProbeTask
@@ -291,7 +292,9 @@ def _resting_status(enabled: bool) -> str:
 def _close_incidents(endpoint_ids: Iterable[UUID], at: datetime) -> None:
     """Resolve open incidents of endpoints no longer watched as before: nobody knows how
     long a paused or retargeted endpoint stayed down, so its downtime ends here."""
-    Incident.objects.open().filter(endpoint_id__in=list(endpoint_ids)).update(resolved_at=at)
+    Incident.objects.open().filter(endpoint_id__in=list(endpoint_ids)).update(
+        resolved_at=at, state=IncidentState.RESOLVED, updated_at=at
+    )
 
 
 @transaction.atomic

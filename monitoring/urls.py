@@ -1,8 +1,8 @@
-"""Endpoint management pages."""
+"""Endpoint management and incident pages."""
 
 from django.urls import path
 
-from monitoring import views
+from monitoring import incident_views, views
 
 urlpatterns = [
     path("endpoints/new", views.endpoint_create, name="endpoint-create"),
@@ -16,4 +16,18 @@ urlpatterns = [
         name="endpoint-check-now",
     ),
     path("endpoints/<uuid:endpoint_id>/delete", views.endpoint_delete, name="endpoint-delete"),
+    path("incidents", incident_views.incident_list, name="incidents"),
+    path("incidents/new", incident_views.incident_declare, name="incident-declare"),
+    path("incidents/<uuid:incident_id>", incident_views.incident_detail, name="incident"),
+    path(
+        "incidents/<uuid:incident_id>/updates",
+        incident_views.incident_post_update,
+        name="incident-update",
+    ),
+    path(
+        "incidents/<uuid:incident_id>/notes",
+        incident_views.incident_add_note,
+        name="incident-note",
+    ),
+    path("incidents/<uuid:incident_id>/edit", incident_views.incident_edit, name="incident-edit"),
 ]

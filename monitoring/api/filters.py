@@ -2,12 +2,22 @@
 
 from typing import Any
 
+from django.db.models import Q
 from django.http import HttpRequest
 from django_filters import rest_framework as filters
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
 
 from accounts.models import Project
 from healthmon.api.filters import TimeRangeFilter, TrueFalseFilter, UTCDateTimeFilter
-from monitoring.models import CheckResult, Endpoint, EndpointStatus, EndpointType, Incident
+from monitoring.models import (
+    CheckResult,
+    Endpoint,
+    EndpointStatus,
+    EndpointType,
+    Incident,
+    IncidentKind,
+)
 
 
 def _visible_endpoints(request: HttpRequest | None) -> Any:
@@ -57,20 +67,43 @@ CheckFilter.base_filters["to"] = CheckFilter.base_filters.pop("end")
 
 
 class IncidentFilter(filters.FilterSet):
-    """`?endpoint=&project=&state=open|resolved`."""
+    """`?endpoint=&project=&state=open|resolved&kind=automatic|manual`; an endpoint or
+    project matches the incidents measured on it and those declared on it."""
 
-    endpoint = filters.ModelChoiceFilter(queryset=_visible_endpoints, help_text="An endpoint id.")
+    endpoint = filters.ModelChoiceFilter(
+        queryset=_visible_endpoints, method="filter_endpoint", help_text="An endpoint id."
+    )
     project = filters.ModelChoiceFilter(
-        field_name="endpoint__project", queryset=_visible_projects, help_text="A project id."
+        queryset=_visible_projects, method="filter_project", help_text="A project id."
     )
     state = filters.ChoiceFilter(
         choices=[("open", "open"), ("resolved", "resolved")], method="filter_state"
     )
+    kind = filters.ChoiceFilter(choices=IncidentKind.choices)
 
     class Meta:
         model = Incident
-        fields = ["endpoint", "project", "state"]
+        fields = ["endpoint", "project", "state", "kind"]
 
     def filter_state(self, queryset: Any, name: str, value: str) -> Any:
         """Open incidents have no resolution time yet."""
         return queryset.filter(resolved_at__isnull=value == "open")
+
+    @extend_schema_field(OpenApiTypes.UUID)
+    def filter_endpoint(self, queryset: Any, name: str, value: Endpoint) -> Any:
+        """Measured on the endpoint, or declared on it."""
+        declared = _declared_on(endpoint_id=value.pk)
+        return queryset.filter(Q(endpoint=value) | Q(pk__in=declared))
+
+    @extend_schema_field(OpenApiTypes.UUID)
+    def filter_project(self, queryset: Any, name: str, value: Project) -> Any:
+        """Measured on an endpoint of the project, or declared on one."""
+        declared = _declared_on(endpoint__project_id=value.pk)
+        return queryset.filter(Q(endpoint__project=value) | Q(pk__in=declared))
+
+
+def _declared_on(**lookups: Any) -> Any:
+    """Ids of the declared incidents naming the endpoints the lookups pick (a subquery:
+    joining the link table would repeat an incident per endpoint)."""
+    links = Incident.endpoints.through.objects.filter(**lookups)
+    return links.values("incident_id")

@@ -18,7 +18,6 @@ from monitoring.models import (
     CheckResult,
     Endpoint,
     EndpointType,
-    Incident,
     Ping,
 )
 from monitoring.targets import MAX_TARGET_LENGTH
@@ -329,18 +328,6 @@ class PingSerializer(serializers.ModelSerializer[Ping]):
             "body_size",
             "body_truncated",
         ]
-        read_only_fields = fields
-
-
-class IncidentSerializer(serializers.ModelSerializer[Incident]):
-    """A confirmed outage of an endpoint; `resolved_at` and `duration_seconds` are null
-    while it lasts."""
-
-    duration_seconds = serializers.FloatField(read_only=True, allow_null=True)
-
-    class Meta:
-        model = Incident
-        fields = ["id", "endpoint", "started_at", "resolved_at", "duration_seconds", "cause"]
         read_only_fields = fields
 
 

@@ -1,5 +1,5 @@
 """Endpoint API: create, list, read, change, pause, resume and delete monitored services;
-their checks, check-now, and incidents."""
+their checks, check-now; incidents, which people declare, update, annotate and edit."""
 
 from typing import Any
 
@@ -13,7 +13,7 @@ from drf_spectacular.utils import (
     extend_schema,
     extend_schema_view,
 )
-from rest_framework import permissions, status, viewsets
+from rest_framework import mixins, permissions, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
 from rest_framework.renderers import JSONRenderer
@@ -21,21 +21,32 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.serializers import BaseSerializer
 
-from accounts.permissions import caller
+from accounts.access import get_or_404
+from accounts.permissions import IsManagerOrReadOnly, caller
 from apikeys.models import Scope
+from apikeys.permissions import HasScope
 from healthmon.api.errors import PlainTextRenderer, ProblemJSONRenderer
-from monitoring import services
+from monitoring import incidents, services
 from monitoring.access import access_endpoint, access_incident, access_ping
 from monitoring.api.filters import CheckFilter, EndpointFilter, IncidentFilter
+from monitoring.api.incident_serializers import (
+    IncidentDeclareSerializer,
+    IncidentEditSerializer,
+    IncidentNoteCreateSerializer,
+    IncidentNoteSerializer,
+    IncidentSerializer,
+    IncidentUpdateCreateSerializer,
+    IncidentUpdateSerializer,
+)
 from monitoring.api.schema import ENDPOINT, ENDPOINT_EXAMPLES, ENDPOINTS
 from monitoring.api.serializers import (
     CheckNowSerializer,
     CheckResultSerializer,
     EndpointSerializer,
-    IncidentSerializer,
     PingSerializer,
 )
 from monitoring.models import CheckResult, Endpoint, Incident, Ping
+from monitoring.selectors import incidents_visible
 
 
 @extend_schema(tags=["endpoints"])
@@ -202,22 +213,105 @@ class EndpointViewSet(viewsets.ModelViewSet):
 
 @extend_schema(tags=["incidents"])
 @extend_schema_view(
-    list=extend_schema(summary="List incidents, newest first (filter by endpoint, project, state)"),
-    retrieve=extend_schema(summary="One incident"),
+    list=extend_schema(
+        summary="List incidents with their updates and notes, newest first (filter by "
+        "endpoint, project, state, kind)"
+    ),
+    retrieve=extend_schema(summary="One incident with its updates and notes"),
+    create=extend_schema(
+        summary="Declare an incident on endpoints (owner, admin)",
+        request=IncidentDeclareSerializer,
+        responses={201: IncidentSerializer},
+    ),
+    partial_update=extend_schema(
+        summary="Change an incident's title, impact or whether status pages show it (owner, admin)",
+        request=IncidentEditSerializer,
+        responses={200: IncidentSerializer},
+    ),
 )
-class IncidentViewSet(viewsets.ReadOnlyModelViewSet):
-    """Incidents of the endpoints the caller can see."""
+class IncidentViewSet(
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    viewsets.GenericViewSet,
+):
+    """Incidents the caller can see: those measured on endpoints of its visible projects and
+    every incident declared in its organization. Owners and admins declare, update, annotate
+    and edit them; no key scope is declared for writes, so a key needs `admin`."""
 
+    permission_classes = [HasScope, IsManagerOrReadOnly]
     read_scope = Scope.INCIDENT_READ
     serializer_class = IncidentSerializer
     filterset_class = IncidentFilter
+    http_method_names = ["get", "post", "patch", "head", "options"]
 
     def get_queryset(self) -> QuerySet[Incident]:
-        """Incidents in the caller's visible projects."""
+        """Visible incidents with their endpoints, updates and notes."""
         if getattr(self, "swagger_fake_view", False):
             return Incident.objects.none()
-        return Incident.objects.visible_to(caller(self.request))
+        return incidents_visible(caller(self.request))
 
     def get_object(self) -> Incident:
         """An incident the caller can see, else 404."""
         return access_incident(caller(self.request), self.kwargs["pk"])
+
+    def _answer(self, incident_id: object, status_code: int = status.HTTP_200_OK) -> Response:
+        """The incident read afresh, as a list shows it (a 404 if the caller cannot see it)."""
+        found = get_or_404(self.get_queryset(), incident_id)
+        return Response(self.get_serializer(found).data, status=status_code)
+
+    def retrieve(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        """One incident, with what a list shows of it."""
+        return self._answer(self.kwargs["pk"])
+
+    def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        """Declare a manual incident in the caller's organization."""
+        body = IncidentDeclareSerializer(data=request.data, context=self.get_serializer_context())
+        body.is_valid(raise_exception=True)
+        user = caller(request)
+        incident = incidents.incident_declare(
+            organization=user.organization, author=user, **body.validated_data
+        )
+        return self._answer(incident.pk, status.HTTP_201_CREATED)
+
+    def partial_update(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        """Change the fields sent."""
+        incident = self.get_object()
+        body = IncidentEditSerializer(data=request.data, context=self.get_serializer_context())
+        body.is_valid(raise_exception=True)
+        incidents.incident_edit(incident=incident, **body.validated_data)
+        return self._answer(incident.pk)
+
+    @extend_schema(
+        summary="Post an update: a state and a Markdown message (owner, admin)",
+        request=IncidentUpdateCreateSerializer,
+        responses={201: IncidentUpdateSerializer},
+        filters=False,
+    )
+    @action(detail=True, methods=["post"], filterset_class=None)
+    def updates(self, request: Request, pk: str) -> Response:
+        """Store the update with its HTML; the incident takes its state."""
+        incident = self.get_object()
+        context = {**self.get_serializer_context(), "incident": incident}
+        body = IncidentUpdateCreateSerializer(data=request.data, context=context)
+        body.is_valid(raise_exception=True)
+        update = incidents.incident_update_post(
+            incident=incident, author=caller(request), **body.validated_data
+        )
+        return Response(IncidentUpdateSerializer(update).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(
+        summary="Add an internal note, never shown publicly (owner, admin)",
+        request=IncidentNoteCreateSerializer,
+        responses={201: IncidentNoteSerializer},
+        filters=False,
+    )
+    @action(detail=True, methods=["post"], filterset_class=None)
+    def notes(self, request: Request, pk: str) -> Response:
+        """Store the note."""
+        incident = self.get_object()
+        body = IncidentNoteCreateSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        note = incidents.incident_note_add(
+            incident=incident, author=caller(request), text=body.validated_data["text"]
+        )
+        return Response(IncidentNoteSerializer(note).data, status=status.HTTP_201_CREATED)

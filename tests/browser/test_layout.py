@@ -27,6 +27,7 @@ from accounts.services import invitation_create, project_create
 from alerts.models import MaintenanceWindow
 from alerts.services import channel_create, maintenance_window_save
 from apikeys.services import api_key_create
+from monitoring.incidents import incident_declare
 from monitoring.models import Endpoint
 from tests.browser.conftest import day_of_checks, sign_in
 from tests.helpers import mailed_token
@@ -142,6 +143,19 @@ SMALLEST_CHART_TEXT = """() => {
 }"""
 
 
+def _incident_of(limits: Limits) -> Any:
+    """A declared incident on the long-named endpoints, its title and update at their limits."""
+    incident = incident_declare(
+        organization=limits.project.organization,
+        author=None,
+        title=WORDY,
+        endpoints=[limits.wordy, limits.token],
+        impact="major_outage",
+        message=f"**{WORDY}**\n\n    {TOKEN}\n\n[{TOKEN}](https://{TOKEN}/)",
+    )
+    return incident.pk
+
+
 def small_chart_text(page: Page, name: str, width: str) -> list[str]:
     """Say so when a chart's text is drawn under 11 px."""
     smallest = page.evaluate(SMALLEST_CHART_TEXT)
@@ -195,6 +209,8 @@ def signed_in_pages(limits: Limits) -> dict[str, str]:
         "compare": f"/compare?endpoints={wordy}&endpoints={token}&endpoints={young}",
         "compare-empty": "/compare",
         "alerts": "/alerts",
+        "incidents": "/incidents",
+        "incident": f"/incidents/{_incident_of(limits)}",
         "team": "/team",
         "projects": "/projects",
         "api-keys": "/api-keys",

@@ -21,7 +21,23 @@ CHECK_FIELDS = {
     "error",
     "error_detail",
 }
-INCIDENT_FIELDS = {"id", "endpoint", "started_at", "resolved_at", "duration_seconds", "cause"}
+INCIDENT_FIELDS = {
+    "id",
+    "kind",
+    "title",
+    "impact",
+    "state",
+    "public",
+    "endpoint",
+    "endpoints",
+    "started_at",
+    "resolved_at",
+    "duration_seconds",
+    "cause",
+    "updated_at",
+    "updates",
+    "notes",
+}
 
 
 def history(endpoint, *oks):

@@ -33,6 +33,9 @@ VALID_BODIES = {
     ("endpoint", "partial_update"): {"name": "Renamed"},
     ("notification-channel", "partial_update"): {"name": "Renamed"},
     ("maintenance-window", "partial_update"): {"name": "Renamed"},
+    ("incident", "partial_update"): {"title": "Renamed"},
+    ("incident", "updates"): {"status": "identified", "message": "On it."},
+    ("incident", "notes"): {"text": "Paged the on-call."},
 }
 # Id-valued request fields, by operation: the rest of a body that is valid for B.
 SMUGGLING_BODIES = {
@@ -55,6 +58,7 @@ SMUGGLING_BODIES = {
         "ends_at": "2030-05-01T12:00:00Z",
     },
     ("PATCH", "/api/v1/maintenance-windows/{id}"): {},
+    ("POST", "/api/v1/incidents"): {"title": "Smuggled", "impact": "major_outage"},
 }
 # Id-valued query parameters the schema types as plain strings.
 ID_LISTS = {"endpoints"}
@@ -237,9 +241,11 @@ def test_the_smuggling_bodies_are_valid_with_the_callers_own_project(api, world,
     own = str(world.own_project.id)
     for (method, template), body in SMUGGLING_BODIES.items():
         path = template.format(id=getattr(own_object(world, template), "pk", None))
-        field = (
-            {"project": own} if template.startswith("/api/v1/endpoints") else {"projects": [own]}
-        )
+        field: dict[str, object] = {"projects": [own]}
+        if template.startswith("/api/v1/endpoints"):
+            field = {"project": own}
+        elif template.startswith("/api/v1/incidents"):
+            field = {"endpoints": [str(world.own_endpoint.id)]}
         response = send(method, path, {**body, **field})
         assert response.status_code < 300, (method, template, response.content)
 

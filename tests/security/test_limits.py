@@ -91,6 +91,15 @@ def valid_bodies(world):
             "projects": [project],
         },
         ("PATCH", "/api/v1/maintenance-windows/{id}"): {"name": "Fresh"},
+        ("POST", "/api/v1/incidents"): {
+            "title": "Fresh",
+            "endpoints": [str(world.targets["endpoint"].id)],
+            "impact": "major_outage",
+            "message": "Fresh",
+        },
+        ("PATCH", "/api/v1/incidents/{id}"): {"title": "Fresh"},
+        ("POST", "/api/v1/incidents/{id}/updates"): {"status": "identified", "message": "Fresh"},
+        ("POST", "/api/v1/incidents/{id}/notes"): {"text": "Fresh"},
     }
 
 
@@ -102,6 +111,7 @@ def fill(world, template):
     owned["users"] = world.cast.member
     owned["notification-channels"] = world.targets["notification-channel"]
     owned["maintenance-windows"] = world.targets["maintenance-window"]
+    owned["incidents"] = world.targets["incident"]
     return template.format(id=owned[template.removeprefix("/api/v1/").split("/")[0]].pk)
 
 

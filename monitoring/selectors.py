@@ -1,0 +1,41 @@
+"""Reads of incidents with what their pages and API answers show, in a fixed number of
+queries however many there are."""
+
+from django.db.models import Case, Prefetch, Value, When
+from django.db.models.fields import IntegerField
+
+from accounts.models import User
+from monitoring.models import Endpoint, Incident, IncidentNote, IncidentQuerySet, IncidentUpdate
+
+
+def incidents_visible(user: User) -> IncidentQuerySet:
+    """The incidents the user sees, with their endpoint, updates and notes loaded.
+
+    A declared incident lists only the endpoints the user sees: it is read by every member,
+    and its other endpoints belong to projects they are not shown.
+    """
+    endpoints = Endpoint.objects.visible_to(user).only("id", "name", "project_id")
+    notes = IncidentNote.objects.select_related("author").only(
+        "id", "incident_id", "text", "created_at", "author__id", "author__email"
+    )
+    updates = IncidentUpdate.objects.select_related("author").defer(
+        "author__password", "author__last_login"
+    )
+    return (
+        Incident.objects.visible_to(user)
+        .select_related("endpoint")
+        .defer("endpoint__target", "endpoint__config")
+        .prefetch_related(
+            Prefetch("endpoints", endpoints.order_by("name", "id")),
+            Prefetch("updates", updates.order_by("created_at", "id")),
+            Prefetch("notes", notes.order_by("created_at", "id")),
+        )
+    )
+
+
+def incidents_open_first(user: User) -> IncidentQuerySet:
+    """The user's incidents, open ones first, each group newest first."""
+    resolved = Case(
+        When(resolved_at__isnull=True, then=Value(0)), default=Value(1), output_field=IntegerField()
+    )
+    return incidents_visible(user).order_by(resolved, "-started_at", "-id")
