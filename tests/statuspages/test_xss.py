@@ -70,7 +70,7 @@ def inert(html: str, *, page: bool = False) -> list[str]:
 
 
 @pytest.fixture
-def page(api: Any, cast: Any, make_endpoint: Any, record: Any) -> str:
+def xss_page(api: Any, cast: Any, make_endpoint: Any, record: Any) -> str:
     """A public page where every text a team writes carries the corpus; returns its slug."""
     endpoint = make_endpoint(cast.project, name=PAYLOAD[:200])
     other = make_endpoint(cast.project, name="<b>bold</b> <script>alert(12)</script>")
@@ -112,8 +112,8 @@ def page(api: Any, cast: Any, make_endpoint: Any, record: Any) -> str:
     return "xss"
 
 
-def test_the_corpus_is_inert_on_the_page(page):
-    response = Client().get(f"/status/{page}")
+def test_the_corpus_is_inert_on_the_page(xss_page):
+    response = Client().get(f"/status/{xss_page}")
 
     assert response.status_code == 200
     html = response.content.decode()
@@ -136,8 +136,8 @@ def feed_html(xml: bytes) -> list[str]:
 
 
 @pytest.mark.parametrize("suffix", ["history.atom", "history.rss"])
-def test_the_corpus_is_inert_in_the_feeds(page, suffix):
-    response = Client().get(f"/status/{page}/{suffix}")
+def test_the_corpus_is_inert_in_the_feeds(xss_page, suffix):
+    response = Client().get(f"/status/{xss_page}/{suffix}")
 
     assert response.status_code == 200
     texts = feed_html(response.content)
@@ -146,8 +146,8 @@ def test_the_corpus_is_inert_in_the_feeds(page, suffix):
         assert inert(text) == [], text
 
 
-def test_summary_json_is_json_that_no_browser_renders_as_html(page):
-    response = Client().get(f"/status/{page}/summary.json")
+def test_summary_json_is_json_that_no_browser_renders_as_html(xss_page):
+    response = Client().get(f"/status/{xss_page}/summary.json")
 
     assert response.status_code == 200
     assert response["Content-Type"].startswith("application/json")
