@@ -10,7 +10,10 @@ most one render runs per page and format. Only a cold cache makes readers wait, 
 for the lock holder's render instead of each rendering it.
 
 Each process also keeps the entries it served: while one is fresh and the page version
-(a small key read on every request) is unchanged, its body is not fetched from Redis again.
+is unchanged, its body is not fetched from Redis again. The version itself is read at most
+once per `LOCAL_TRUST_SECONDS` per entry, and the page row behind a slug at most as often
+(`page_by_slug`): a reader of a busy page costs no network round trip at all, and an edit
+made in another process shows here within that second (at once in the editing process).
 Responses are stored with a gzip copy made once per render.
 """
 
@@ -40,6 +43,9 @@ LOCK_SECONDS = 30
 # How long a reader of a cold cache waits for another's render before rendering itself.
 COLD_WAIT_SECONDS = 2.0
 COLD_POLL_SECONDS = 0.02
+# How long this process trusts what it holds (entries, pages by slug) without asking Redis
+# or the database whether they changed.
+LOCAL_TRUST_SECONDS = 1.0
 
 
 @dataclass(frozen=True)
@@ -84,6 +90,7 @@ def _new_version() -> int:
 def page_cache_bump(page_id: object) -> None:
     """Mark a page's cached responses stale at once (after a page edit, an incident or
     an update that it shows); the next reader renders anew."""
+    local_forget()
     key = _version_key(page_id)
     if not cache.add(key, _new_version(), timeout=None):
         try:
@@ -112,28 +119,58 @@ def _render(render: Callable[[], Rendered], previous: Entry | None, version: int
     return Entry(done.body, gzipped, done.content_type, etag, int(modified), version, now)
 
 
-# This process's copies of entries it served, by cache key; bounded by emptying it whole.
+# This process's copies of entries it served, by cache key, with when their version was
+# last confirmed; and pages by slug with when they were read. Bounded by emptying whole.
 _LOCAL: dict[str, Entry] = {}
+_CONFIRMED: dict[str, float] = {}
+_PAGES: dict[str, tuple[float, StatusPage | None]] = {}
 _LOCAL_MAX = 256
+
+
+def local_forget() -> None:
+    """Drop what this process holds (after a write here; between tests)."""
+    _LOCAL.clear()
+    _CONFIRMED.clear()
+    _PAGES.clear()
 
 
 def _keep(key: str, entry: Entry) -> Entry:
     if len(_LOCAL) >= _LOCAL_MAX:
-        _LOCAL.clear()
+        local_forget()
     _LOCAL[key] = entry
+    _CONFIRMED[key] = time.monotonic()
     return entry
+
+
+def page_by_slug(slug: str) -> StatusPage | None:
+    """The page behind a public slug, read from the database at most once a second per
+    process (None: no such page): a stampede on one page costs no query per reader."""
+    now = time.monotonic()
+    held = _PAGES.get(slug)
+    if held is not None and now - held[0] < LOCAL_TRUST_SECONDS:
+        return held[1]
+    page = StatusPage.objects.filter(slug=slug).first()
+    if len(_PAGES) >= _LOCAL_MAX:
+        _PAGES.clear()
+    _PAGES[slug] = (now, page)
+    return page
 
 
 def _entry(page_id: object, fmt: str, render: Callable[[], Rendered]) -> Entry:
     """The entry to serve: the cached one when fresh; else rendered by whoever takes the
     lock, the others serving the stale entry (or, on a cold cache, waiting for it)."""
     key, lock = _entry_key(page_id, fmt), _entry_key(page_id, fmt) + ":lock"
-    version, now = _version(page_id), timezone.now().timestamp()
+    now = timezone.now().timestamp()
     # This process's copy first: a fresh one spares fetching the body (hundreds of kB for
-    # a large page) from Redis on every request; the version read above still says
-    # whether it was bumped since.
+    # a large page) from Redis on every request, and within LOCAL_TRUST_SECONDS of its
+    # last confirmation even the version read.
     local = _LOCAL.get(key)
+    trusted = time.monotonic() - _CONFIRMED.get(key, float("-inf")) < LOCAL_TRUST_SECONDS
+    if local is not None and trusted and local.fresh(local.version, now):
+        return local
+    version = _version(page_id)
     if local is not None and local.fresh(version, now):
+        _CONFIRMED[key] = time.monotonic()
         return local
     entry: Entry | None = cache.get(key)
     if entry is not None and entry.fresh(version, now):

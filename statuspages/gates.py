@@ -34,6 +34,7 @@ from django.contrib.auth.hashers import check_password
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.utils.crypto import constant_time_compare, salted_hmac
 
+from statuspages.cache import page_by_slug
 from statuspages.models import StatusPage, Visibility
 
 # request.session key: {page id: fingerprint of the password hash the unlock was made with}.
@@ -67,7 +68,7 @@ def public_page(request: HttpRequest, slug: str) -> StatusPage:
 def gated_page(request: HttpRequest, slug: str) -> StatusPage:
     """The page behind `slug` unless it is unknown or private to this reader (the same
     Http404 for both); a password page is returned locked or not (the unlock form's view)."""
-    page = StatusPage.objects.filter(slug=slug).first()
+    page = page_by_slug(slug)
     if page is not None and page.visibility == Visibility.PUBLIC:
         return page  # no session read: a public page's answer does not vary by cookie
     # Read the signed-in user for an unknown slug too, so that the session is touched (and

@@ -32,6 +32,7 @@ from monitoring.probes import ProbeResult
 from monitoring.services import endpoint_create
 from monitoring.validation import validate_config
 from pipeline.checks import checks_record
+from statuspages.cache import local_forget
 from tests.alerts.receiver import Receiver
 from tests.helpers import PASSWORD
 from tests.logs import Lines, rendered_lines
@@ -113,10 +114,13 @@ def _cheap_bcrypt() -> None:
 
 @pytest.fixture(autouse=True)
 def _clean_cache() -> Iterator[None]:
-    """Throttle counters live in the cache (Redis in CI): start every test from zero."""
+    """Throttle counters live in the cache (Redis in CI): start every test from zero; so do
+    the status pages each process keeps."""
     cache.clear()
+    local_forget()
     yield
     cache.clear()
+    local_forget()
 
 
 @pytest.fixture

@@ -180,3 +180,35 @@ def test_readers_who_take_gzip_get_it_compressed_once(page, client):
         "/status/acme", HTTP_ACCEPT_ENCODING="gzip", HTTP_IF_NONE_MATCH=zipped["ETag"]
     )
     assert again.status_code == 304
+
+
+def test_a_busy_page_costs_no_query_and_no_cache_read_per_reader(
+    page, client, django_assert_num_queries, monkeypatch
+):
+    assert client.get("/status/acme").status_code == 200
+    reads = []
+    real_get = page_cache.cache.get
+    monkeypatch.setattr(
+        page_cache.cache, "get", lambda *a, **k: reads.append(a) or real_get(*a, **k)
+    )
+
+    with django_assert_num_queries(0):
+        for _ in range(5):
+            assert client.get("/status/acme").status_code == 200
+
+    assert reads == []
+
+
+def test_an_edit_made_in_another_process_shows_here_within_a_second(page, client, monkeypatch):
+    now = [1000.0]
+    monkeypatch.setattr(page_cache.time, "monotonic", lambda: now[0])
+    first = client.get("/status/acme")
+    # Another process edits the page: its version moves in the shared cache; this
+    # process's copy is not told.
+    page_cache.cache.incr(page_cache._version_key(page.pk))
+    Endpoint.objects.update(name="Renamed API")
+
+    now[0] += page_cache.LOCAL_TRUST_SECONDS / 2
+    assert client.get("/status/acme").content == first.content
+    now[0] += page_cache.LOCAL_TRUST_SECONDS
+    assert b"Renamed API" in client.get("/status/acme").content

@@ -10,6 +10,7 @@ from django.contrib.auth.hashers import make_password
 from django.test import Client
 
 from accounts.models import User
+from statuspages.cache import page_cache_bump
 from statuspages.gates import UNLOCKED_SESSION_KEY
 from statuspages.models import StatusPage, Visibility
 from tests.conftest import Cast
@@ -191,6 +192,7 @@ def test_changing_the_password_locks_earlier_unlocks(
     # even set to the same words again: a new salt, a new hash
     page.password_hash = make_password(PAGE_PASSWORD)
     page.save()
+    page_cache_bump(page.pk)  # what the page's editor does after saving
     assert client.get("/status/pw-page").status_code == 302
     assert client.post("/status/pw-page/unlock", {"password": PAGE_PASSWORD}).status_code == 302
     assert client.get("/status/pw-page").status_code == 200
