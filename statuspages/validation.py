@@ -102,10 +102,10 @@ def page_input(
     page: StatusPage | None,
     given: Mapping[str, Any],
     failed: Collection[str] = (),
-) -> PageInput:
+) -> PageInput | None:
     """The page as it will be stored: the values `given` (already of the right types) over
     the stored ones. `failed` names fields whose own check failed elsewhere: their rules are
-    skipped, and the caller reports them beside these errors."""
+    skipped, the caller reports them beside these errors, and there is no page (None)."""
     values = {**_stored(page), **given}
     errors: FieldErrors = {}
     for field in ("name", "slug"):
@@ -128,7 +128,7 @@ def page_input(
         errors.update(_password_errors(values.get("visibility"), given.get("password"), page))
     if errors:
         raise InvalidInput(errors)
-    return _assembled(values, cleaned)
+    return None if failed else _assembled(values, cleaned)
 
 
 def _assembled(values: Mapping[str, Any], cleaned: Mapping[str, Any]) -> PageInput:
@@ -234,10 +234,10 @@ def sections(*, caller: User, raw: Sequence[Any]) -> tuple[SectionIn, ...]:
     parsed = [_section(item, f"sections[{index}]", errors) for index, item in enumerate(raw)]
     ids = [pk for _, pks in parsed for pk in pks]
     if len(ids) > MAX_COMPONENTS:
-        errors.setdefault("sections", []).append(TOO_MANY_COMPONENTS)
+        raise InvalidInput({"sections": [TOO_MANY_COMPONENTS]})
+    found = _endpoints(caller, parsed, errors)
     if errors:
         raise InvalidInput(errors)
-    found = _endpoints(caller, parsed)
     return tuple(
         SectionIn(name=name, endpoints=tuple(found[pk] for pk in pks)) for name, pks in parsed
     )
@@ -270,14 +270,13 @@ def _section(item: Any, key: str, errors: FieldErrors) -> tuple[str, list[uuid.U
 
 
 def _endpoints(
-    caller: User, parsed: Sequence[tuple[str, Sequence[uuid.UUID]]]
+    caller: User, parsed: Sequence[tuple[str, Sequence[uuid.UUID]]], errors: FieldErrors
 ) -> dict[uuid.UUID, Endpoint]:
     """The endpoints named, by id; refuses, under each section's `endpoints`, ids the caller
     cannot see and ids already shown earlier on the page."""
     visible = Endpoint.objects.visible_to(caller).defer("target", "config")
     wanted = {pk for _, pks in parsed for pk in pks}
     found = {row.pk: row for row in visible.filter(pk__in=wanted)}
-    errors: FieldErrors = {}
     seen: set[uuid.UUID] = set()
     for index, (_, pks) in enumerate(parsed):
         key = f"sections[{index}].endpoints"
@@ -287,7 +286,5 @@ def _endpoints(
             elif pk in seen:
                 errors.setdefault(key, []).append(TWICE.format(pk=pk))
             seen.add(pk)
-    if errors:
-        raise InvalidInput(errors)
     return found
 
