@@ -42,8 +42,8 @@ BAD_DOMAIN = "A host name such as status.example.com (no scheme, port or path)."
 OWN_DOMAIN = "This is a host name of healthmon itself."
 DOMAIN_TAKEN = "This domain is already used by a status page."
 UPTIME_RANGE = f"Between {MIN_UPTIME_DAYS} and {MAX_UPTIME_DAYS} days."
-PASSWORD_NEEDED = "A page with visibility `password` needs a password."
-PASSWORD_UNUSED = "Only a page with visibility `password` has a password."
+PASSWORD_NEEDED = "A page with visibility `password` needs a password."  # noqa: S105
+PASSWORD_UNUSED = "Only a page with visibility `password` has a password."  # noqa: S105
 PASSWORD_LENGTH = f"{MIN_PASSWORD_LENGTH} to {MAX_PASSWORD_LENGTH} characters."
 SECTION_SHAPE = "Each section is an object with `name` and `endpoints`."
 UNKNOWN_KEY = "Unknown field."
@@ -93,7 +93,11 @@ def _stored(page: StatusPage | None) -> dict[str, Any]:
         }
     fields = ["name", "slug", "title", "description", "visibility", "custom_domain"]
     values = {field: getattr(page, field) for field in fields}
-    return {**values, "uptime_days": page.uptime_days, "show_response_times": page.show_response_times}
+    return {
+        **values,
+        "uptime_days": page.uptime_days,
+        "show_response_times": page.show_response_times,
+    }
 
 
 def page_input(
@@ -185,7 +189,7 @@ def custom_domain(value: str | None, *, page: StatusPage | None) -> str | None:
     labels = domain.split(".")
     valid = (
         len(domain) <= MAX_DOMAIN_LENGTH
-        and len(labels) >= 2  # noqa: PLR2004 - a name below a top-level domain
+        and len(labels) >= 2  # a name below a top-level domain
         and all(_LABEL.fullmatch(label) for label in labels)
         and not labels[-1].isdigit()  # an IPv4 address is no host name
     )
@@ -287,4 +291,3 @@ def _endpoints(
                 errors.setdefault(key, []).append(TWICE.format(pk=pk))
             seen.add(pk)
     return found
-

@@ -67,9 +67,7 @@ class StatusPageFilter(filters.FilterSet):
 @extend_schema(tags=["status-pages"])
 @extend_schema_view(
     list=extend_schema(summary="List the organization's status pages"),
-    create=extend_schema(
-        summary="Create a status page (owner, admin)", examples=PAGE_EXAMPLES
-    ),
+    create=extend_schema(summary="Create a status page (owner, admin)", examples=PAGE_EXAMPLES),
     retrieve=extend_schema(summary="One status page"),
     partial_update=extend_schema(
         summary="Change a status page (owner, admin); `sections`, when sent, replaces them all"

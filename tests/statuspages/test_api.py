@@ -69,30 +69,6 @@ def test_create_a_page_with_sections(api, cast, site, api_server):
     assert AuditEvent.objects.filter(action="status_page.created").count() == 1
 
 
-
-def make_page(cast, *endpoint_lists, **fields: Any) -> StatusPage:
-    """A page of the cast's organization written by the service, one section per list."""
-    from statuspages.services import status_page_create
-    from statuspages.validation import PageInput, SectionIn
-
-    values: dict[str, Any] = {
-        "name": "Acme status",
-        "slug": "acme",
-        "title": "",
-        "description": "",
-        "visibility": "public",
-        "password": None,
-        "custom_domain": None,
-        "uptime_days": 90,
-        "show_response_times": False,
-        "sections": tuple(
-            SectionIn(name=f"Section {i}", endpoints=tuple(e)) for i, e in enumerate(endpoint_lists)
-        ),
-    }
-    organization = fields.pop("organization", cast.org)
-    return status_page_create(organization=organization, data=PageInput(**{**values, **fields}))
-
-
 # --- Create, read, change, delete -------------------------------------------------------------
 
 
@@ -117,7 +93,8 @@ def test_the_password_is_stored_as_a_bcrypt_hash_and_never_answered(api, cast):
         text = response.content.decode()
         assert "password_hash" not in text
         assert '"password":' not in text
-        assert PASSWORD not in text and "bcrypt" not in text
+        assert PASSWORD not in text
+        assert "bcrypt" not in text
     assert not any(
         "secret" in str(event.details) or PASSWORD in str(event.details)
         for event in AuditEvent.objects.all()
@@ -132,9 +109,9 @@ def test_the_url_is_the_custom_domain_when_there_is_one(api, cast):
     assert response.json()["url"] == "https://status.acme.example/"
 
 
-def test_list_and_retrieve(api, cast, site):
-    page = make_page(cast, [site])
-    make_page(cast, slug="second", name="Second")
+def test_list_and_retrieve(api, cast, site, make_status_page):
+    page = make_status_page(cast, [site])
+    make_status_page(cast, slug="second", name="Second")
     api.as_user(cast.admin)
 
     listed = api.get(URL).json()
@@ -146,29 +123,27 @@ def test_list_and_retrieve(api, cast, site):
     assert one["sections"] == [{"name": "Section 0", "endpoints": [str(site.pk)]}]
 
 
-def test_the_list_filters_by_visibility(api, cast):
-    make_page(cast)
-    make_page(cast, slug="inside", visibility="private")
+def test_the_list_filters_by_visibility(api, cast, make_status_page):
+    make_status_page(cast)
+    make_status_page(cast, slug="inside", visibility="private")
     api.as_user(cast.owner)
 
-    assert [p["slug"] for p in api.get(f"{URL}?visibility=private").json()["results"]] == [
-        "inside"
-    ]
+    assert [p["slug"] for p in api.get(f"{URL}?visibility=private").json()["results"]] == ["inside"]
     assert_problem(api.get(f"{URL}?visibility=secret"), 400, "validation_error")
 
 
-def test_the_list_reads_in_a_fixed_number_of_queries(api, cast, site, api_server):
-    make_page(cast, [site], [api_server])
+def test_the_list_reads_in_a_fixed_number_of_queries(api, cast, site, api_server, make_status_page):
+    make_status_page(cast, [site], [api_server])
     api.as_user(cast.owner)
     few = queries_of_get(api, URL)
     for n in range(4):
-        make_page(cast, [site, api_server], [], slug=f"more-{n}")
+        make_status_page(cast, [site, api_server], [], slug=f"more-{n}")
 
     assert queries_of_get(api, URL) == few
 
 
-def test_patch_changes_the_fields_sent_and_sets_updated_at(api, cast, site):
-    page = make_page(cast, [site])
+def test_patch_changes_the_fields_sent_and_sets_updated_at(api, cast, site, make_status_page):
+    page = make_status_page(cast, [site])
     before = page.updated_at
     api.as_user(cast.owner)
 
@@ -191,10 +166,12 @@ def test_patch_changes_the_fields_sent_and_sets_updated_at(api, cast, site):
     assert event.details["fields"] == ["show_response_times", "title", "uptime_days"]
 
 
-def test_patch_replaces_the_sections_keeping_their_order(api, cast, make_endpoint, site):
+def test_patch_replaces_the_sections_keeping_their_order(
+    api, cast, make_endpoint, site, make_status_page
+):
     db = make_endpoint(cast.project, name="Database", target="https://example.com/db")
     queue = make_endpoint(cast.project, name="Queue", target="https://example.com/q")
-    page = make_page(cast, [site, db])
+    page = make_status_page(cast, [site, db])
     old_sections = set(Section.objects.values_list("pk", flat=True))
     sections = [
         {"name": "Storage", "endpoints": [str(queue.pk), str(db.pk)]},
@@ -217,16 +194,16 @@ def test_patch_replaces_the_sections_keeping_their_order(api, cast, make_endpoin
     assert [c.endpoint for c in storage.components.order_by("position")] == [queue, db]
 
 
-def test_patch_without_sections_keeps_them(api, cast, site):
-    page = make_page(cast, [site])
+def test_patch_without_sections_keeps_them(api, cast, site, make_status_page):
+    page = make_status_page(cast, [site])
 
     api.as_user(cast.owner).patch(f"{URL}/{page.pk}", {"name": "Renamed"})
 
     assert Component.objects.get().endpoint == site
 
 
-def test_patch_with_empty_sections_removes_them(api, cast, site):
-    page = make_page(cast, [site])
+def test_patch_with_empty_sections_removes_them(api, cast, site, make_status_page):
+    page = make_status_page(cast, [site])
 
     response = api.as_user(cast.owner).patch(f"{URL}/{page.pk}", {"sections": []})
 
@@ -235,8 +212,8 @@ def test_patch_with_empty_sections_removes_them(api, cast, site):
     assert not Component.objects.exists()
 
 
-def test_a_password_page_keeps_its_password_until_it_stops_being_one(api, cast):
-    page = make_page(cast, visibility="password", password=PASSWORD)
+def test_a_password_page_keeps_its_password_until_it_stops_being_one(api, cast, make_status_page):
+    page = make_status_page(cast, visibility="password", password=PASSWORD)
     api.as_user(cast.owner)
 
     kept = api.patch(f"{URL}/{page.pk}", {"name": "Renamed"})
@@ -252,8 +229,8 @@ def test_a_password_page_keeps_its_password_until_it_stops_being_one(api, cast):
     assert again.json()["errors"] == {"password": [validation.PASSWORD_NEEDED]}
 
 
-def test_delete(api, cast, site):
-    page = make_page(cast, [site])
+def test_delete(api, cast, site, make_status_page):
+    page = make_status_page(cast, [site])
 
     response = api.as_user(cast.admin).delete(f"{URL}/{page.pk}")
 
@@ -268,8 +245,8 @@ def test_delete(api, cast, site):
 # --- Credentials, roles and scopes ------------------------------------------------------------
 
 
-def test_no_credential_is_a_401(api, cast):
-    page = make_page(cast)
+def test_no_credential_is_a_401(api, cast, make_status_page):
+    page = make_status_page(cast)
     for method, path in [
         ("get", URL),
         ("post", URL),
@@ -281,8 +258,8 @@ def test_no_credential_is_a_401(api, cast):
     assert StatusPage.objects.count() == 1
 
 
-def test_members_read_but_cannot_write(api, cast):
-    page = make_page(cast)
+def test_members_read_but_cannot_write(api, cast, make_status_page):
+    page = make_status_page(cast)
     api.as_user(cast.member)
 
     assert api.get(URL).json()["count"] == 1
@@ -296,12 +273,14 @@ def test_members_read_but_cannot_write(api, cast):
     assert list(StatusPage.objects.values_list("name", flat=True)) == ["Acme status"]
 
 
-def test_members_read_only_the_endpoints_of_their_projects(api, cast, make_endpoint, site):
+def test_members_read_only_the_endpoints_of_their_projects(
+    api, cast, make_endpoint, site, make_status_page
+):
     from accounts.models import Project
 
     hidden = Project.objects.create(organization=cast.org, name="Payments")
     billing = make_endpoint(hidden, name="Billing")
-    page = make_page(cast, [billing, site])
+    page = make_status_page(cast, [billing, site])
 
     member_view = api.as_user(cast.member).get(f"{URL}/{page.pk}").json()
     owner_view = api.as_user(cast.owner).get(f"{URL}/{page.pk}").json()
@@ -311,8 +290,8 @@ def test_members_read_only_the_endpoints_of_their_projects(api, cast, make_endpo
 
 
 @pytest.mark.parametrize("scope", ["endpoint:read", "endpoint:create", "incident:read"])
-def test_keys_need_the_admin_scope_to_write(api, cast, make_key, scope):
-    page = make_page(cast)
+def test_keys_need_the_admin_scope_to_write(api, cast, make_key, scope, make_status_page):
+    page = make_status_page(cast)
     api.with_key(make_key(cast.owner, scope))
 
     for response in [
@@ -325,8 +304,8 @@ def test_keys_need_the_admin_scope_to_write(api, cast, make_key, scope):
 
 
 @pytest.mark.parametrize("scope", ["endpoint:create", "incident:read", "analytics:read"])
-def test_keys_need_endpoint_read_to_read(api, cast, make_key, scope):
-    page = make_page(cast)
+def test_keys_need_endpoint_read_to_read(api, cast, make_key, scope, make_status_page):
+    page = make_status_page(cast)
     api.with_key(make_key(cast.owner, scope))
 
     assert_problem(api.get(URL), 403, "insufficient_scope")
@@ -354,8 +333,8 @@ def test_an_admin_key_of_a_member_cannot_write(api, cast, make_key):
     assert_problem(api.post(URL, body()), 403, "permission_denied")
 
 
-def test_another_organizations_page_is_a_404_and_stays_as_it_is(api, cast):
-    page = make_page(cast)
+def test_another_organizations_page_is_a_404_and_stays_as_it_is(api, cast, make_status_page):
+    page = make_status_page(cast)
     before = list(StatusPage.objects.values())
     api.as_user(cast.outsider)
 
@@ -371,8 +350,10 @@ def test_another_organizations_page_is_a_404_and_stays_as_it_is(api, cast):
 # --- Bad input ----------------------------------------------------------------------------------
 
 
-def test_every_bad_field_is_named_at_once(api, cast, make_endpoint, site):
-    make_page(cast, slug="taken", custom_domain="status.globex.example", organization=cast.other_org)
+def test_every_bad_field_is_named_at_once(api, cast, make_endpoint, site, make_status_page):
+    make_status_page(
+        cast, slug="taken", custom_domain="status.globex.example", organization=cast.other_org
+    )
     foreign = make_endpoint(cast.other_project, name="Theirs")
     api.as_user(cast.owner)
 
@@ -457,8 +438,10 @@ def test_good_slugs(api, cast, slug):
     assert api.as_user(cast.owner).post(URL, body(slug=slug)).status_code == 201
 
 
-def test_a_slug_is_unique_across_organizations_and_a_page_keeps_its_own(api, cast):
-    mine = make_page(cast)
+def test_a_slug_is_unique_across_organizations_and_a_page_keeps_its_own(
+    api, cast, make_status_page
+):
+    mine = make_status_page(cast)
     api.as_user(cast.outsider)
 
     taken = api.post(URL, body())
@@ -503,8 +486,8 @@ def test_the_apps_own_hosts_are_refused(api, cast, settings):
     assert api.post(URL, body(custom_domain="status.acme.example")).status_code == 201
 
 
-def test_a_blank_or_null_custom_domain_is_none(api, cast):
-    page = make_page(cast, custom_domain="status.acme.example")
+def test_a_blank_or_null_custom_domain_is_none(api, cast, make_status_page):
+    page = make_status_page(cast, custom_domain="status.acme.example")
     api.as_user(cast.owner)
 
     for value in ["", None]:
