@@ -97,7 +97,7 @@ class StatusPageViewSet(viewsets.ModelViewSet):
 
     def get_serializer_context(self) -> dict[str, Any]:
         """For a member, the endpoints it may see (the others are left out of `sections`)."""
-        context = super().get_serializer_context()
+        context = dict(super().get_serializer_context())
         user = getattr(self.request, "user", None)
         if user is not None and not getattr(user, "is_manager", True):
             visible: set[uuid.UUID] = set(

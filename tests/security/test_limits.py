@@ -91,6 +91,12 @@ def valid_bodies(world):
             "projects": [project],
         },
         ("PATCH", "/api/v1/maintenance-windows/{id}"): {"name": "Fresh"},
+        ("POST", "/api/v1/status-pages"): {
+            "name": "Fresh",
+            "slug": "fresh",
+            "sections": [{"name": "Core", "endpoints": [str(world.targets["endpoint"].pk)]}],
+        },
+        ("PATCH", "/api/v1/status-pages/{id}"): {"name": "Fresh"},
     }
 
 
@@ -102,6 +108,7 @@ def fill(world, template):
     owned["users"] = world.cast.member
     owned["notification-channels"] = world.targets["notification-channel"]
     owned["maintenance-windows"] = world.targets["maintenance-window"]
+    owned["status-pages"] = world.targets["status-page"]
     return template.format(id=owned[template.removeprefix("/api/v1/").split("/")[0]].pk)
 
 
