@@ -22,6 +22,16 @@ EMPTY_ROWS = 2  # blank section rows offered beyond the used ones
 MAX_ROWS = validation.MAX_SECTIONS
 NOT_A_NUMBER = "Enter a whole number."
 NO_SUCH_ROW = "Choose one of the section rows."
+PAGE_FIELDS = [
+    "name",
+    "slug",
+    "title",
+    "description",
+    "visibility",
+    "custom_domain",
+    "uptime_days",
+    "show_response_times",
+]
 SEE_SECTIONS = "Some sections or endpoints need a change: see below."
 
 
@@ -121,20 +131,7 @@ class StatusPageForm(forms.Form):
         """The page as the validation checks it (`checked` once valid)."""
         cleaned = super().clean() or self.cleaned_data
         raw, row_of = self._raw_sections()
-        given = {
-            name: cleaned[name]
-            for name in (
-                "name",
-                "slug",
-                "title",
-                "description",
-                "visibility",
-                "custom_domain",
-                "uptime_days",
-                "show_response_times",
-            )
-            if name in cleaned
-        }
+        given: dict[str, Any] = {name: cleaned[name] for name in PAGE_FIELDS if name in cleaned}
         if cleaned.get("password"):
             given["password"] = cleaned["password"]
         if raw is not None:
@@ -146,7 +143,7 @@ class StatusPageForm(forms.Form):
             )
         except InvalidInput as exc:
             self._refuse(exc, row_of)
-        rows = [*self.sections, *self.endpoint_rows]
+        rows: list[SectionRow | EndpointRow] = [*self.sections, *self.endpoint_rows]
         if self.section_errors or any(row.errors for row in rows):
             self.add_error(None, SEE_SECTIONS)
         return cleaned

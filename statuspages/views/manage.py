@@ -15,7 +15,7 @@ from accounts.access import manager_required, member_required, page_user
 from accounts.models import User
 from monitoring.models import Endpoint
 from statuspages import services
-from statuspages.access import access_status_page, public_url, status_pages_of
+from statuspages.access import access_status_page, public_url
 from statuspages.forms import StatusPageForm
 from statuspages.models import StatusPage
 
