@@ -8,6 +8,7 @@ from accounts.models import AuditEvent
 from statuspages import validation
 from statuspages.forms import SEE_SECTIONS
 from statuspages.models import Component, Section, StatusPage
+from tests.helpers import admin_url
 
 LIST = "/status-pages"
 NEW = "/status-pages/new"
@@ -299,3 +300,39 @@ def test_members_cannot_create_change_or_delete(client, cast, make_status_page):
     ]:
         assert response.status_code == 403
     assert list(StatusPage.objects.values_list("slug", "name")) == [("acme", "Acme status")]
+
+
+# --- Django admin -------------------------------------------------------------------------------
+
+
+def test_the_admin_checks_slug_domain_and_uptime_as_the_api_does(
+    staff_client, cast, make_status_page
+):
+    page = make_status_page(cast)
+    make_status_page(cast, slug="other", custom_domain="status.acme.example")
+    data = {
+        "organization": str(cast.org.pk),
+        "name": "Acme status",
+        "slug": "Bad Slug",
+        "title": "",
+        "description": "",
+        "visibility": "public",
+        "custom_domain": "status.acme.example",
+        "uptime_days": "10",
+        "updated_at_0": "2030-01-01",
+        "updated_at_1": "00:00:00",
+        "sections-TOTAL_FORMS": "0",
+        "sections-INITIAL_FORMS": "0",
+        "components-TOTAL_FORMS": "0",
+        "components-INITIAL_FORMS": "0",
+    }
+
+    response = staff_client.post(admin_url(page, "change", page.pk), data)
+
+    text = response.content.decode()
+    assert response.status_code == 200
+    for message in (validation.BAD_SLUG, validation.DOMAIN_TAKEN, validation.UPTIME_RANGE):
+        assert message in text
+    page.refresh_from_db()
+    assert page.slug == "acme"
+    assert "password_hash" not in text
