@@ -8,6 +8,7 @@ import pytest
 from django.contrib.auth.hashers import check_password
 
 from accounts.models import AuditEvent
+from healthmon.errors import InvalidInput
 from statuspages import validation
 from statuspages.models import Component, Section, StatusPage
 from tests.helpers import assert_problem, queries_of_get
@@ -546,3 +547,19 @@ def test_a_page_without_name_or_slug(api, cast):
     response = api.as_user(cast.owner).post(URL, {})
 
     assert set(assert_problem(response, 400, "validation_error")["errors"]) == {"name", "slug"}
+
+
+def test_a_slug_or_domain_taken_meanwhile_is_refused_as_the_check_refuses_it(
+    cast, make_status_page
+):
+    """Two requests checked the same free slug: the second save is a 400, never a 500."""
+    make_status_page(cast, custom_domain="status.acme.example")
+
+    with pytest.raises(InvalidInput) as refused:
+        make_status_page(cast, slug="acme", custom_domain="status.acme.example")
+
+    assert refused.value.errors == {
+        "slug": [validation.SLUG_TAKEN],
+        "custom_domain": [validation.DOMAIN_TAKEN],
+    }
+    assert StatusPage.objects.count() == 1
