@@ -7,6 +7,7 @@ as the API's body is: `slug`, `custom_domain`, `sections[1].endpoints`.
 """
 
 import re
+import unicodedata
 import uuid
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
@@ -47,6 +48,7 @@ PASSWORD_UNUSED = "Only a page with visibility `password` has a password."  # no
 PASSWORD_LENGTH = f"{MIN_PASSWORD_LENGTH} to {MAX_PASSWORD_LENGTH} characters."
 SECTION_SHAPE = "Each section is an object with `name` and `endpoints`."
 UNKNOWN_KEY = "Unknown field."
+CONTROL_CHARACTERS = "Control characters are not allowed."
 NAME_LENGTH = f"At most {MAX_NAME_LENGTH} characters."
 TOO_MANY_SECTIONS = f"At most {MAX_SECTIONS} sections."
 TOO_MANY_COMPONENTS = f"At most {MAX_COMPONENTS} endpoints on a page."
@@ -260,6 +262,8 @@ def _section(item: Any, key: str, errors: FieldErrors) -> tuple[str, list[uuid.U
         errors[f"{key}.name"] = [REQUIRED]
     elif len(name) > MAX_NAME_LENGTH:
         errors[f"{key}.name"] = [NAME_LENGTH]
+    elif any(unicodedata.category(char)[0] == "C" for char in name):
+        errors[f"{key}.name"] = [CONTROL_CHARACTERS]
     pks: list[uuid.UUID] = []
     listed = item.get("endpoints", [])
     if not isinstance(listed, list):

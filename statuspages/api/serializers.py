@@ -21,7 +21,7 @@ from statuspages.models import (
 )
 
 
-class SectionSchemaSerializer(serializers.Serializer[Any]):
+class StatusPageSectionSerializer(serializers.Serializer[Any]):
     """A section as the schema shows it (the `sections` field reads and checks it)."""
 
     name = serializers.CharField(max_length=validation.MAX_NAME_LENGTH)
@@ -30,7 +30,7 @@ class SectionSchemaSerializer(serializers.Serializer[Any]):
     )
 
 
-@extend_schema_field(SectionSchemaSerializer(many=True))
+@extend_schema_field(StatusPageSectionSerializer(many=True))
 class SectionsField(serializers.Field):
     """The page's sections in order, each `{name, endpoints}`; the whole list replaces the
     stored one. A member reads only the endpoints it can see."""

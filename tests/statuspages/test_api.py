@@ -535,6 +535,8 @@ def test_password_rules(api, cast, fields, error):
         ([{"name": "Core", "colour": "red"}], "sections[0].colour"),
         ([{"name": " ", "endpoints": []}], "sections[0].name"),
         ([{"name": "x" * 201, "endpoints": []}], "sections[0].name"),
+        ([{"name": "Core\nlines", "endpoints": []}], "sections[0].name"),
+        ([{"name": 7, "endpoints": []}], "sections[0].name"),
     ],
 )
 def test_malformed_sections(api, cast, sections, field):
