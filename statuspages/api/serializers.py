@@ -26,7 +26,9 @@ class StatusPageSectionSerializer(serializers.Serializer[Any]):
 
     name = serializers.CharField(max_length=validation.MAX_NAME_LENGTH)
     endpoints = serializers.ListField(
-        child=serializers.UUIDField(), help_text="Endpoint ids, in the order shown."
+        child=serializers.UUIDField(),
+        required=False,
+        help_text="Endpoint ids, in the order shown; left out: none.",
     )
 
 

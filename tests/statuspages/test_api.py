@@ -545,6 +545,12 @@ def test_malformed_sections(api, cast, sections, field):
     assert field in assert_problem(response, 400, "validation_error")["errors"]
 
 
+def test_a_section_without_endpoints_has_none(api, cast):
+    response = api.as_user(cast.owner).post(URL, body(sections=[{"name": "Soon"}]))
+
+    assert response.json()["sections"] == [{"name": "Soon", "endpoints": []}]
+
+
 def test_a_page_without_name_or_slug(api, cast):
     response = api.as_user(cast.owner).post(URL, {})
 
