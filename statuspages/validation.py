@@ -124,8 +124,9 @@ def page_input(
         "sections": lambda: sections(caller=caller, raw=values["sections"]),
     }
     cleaned: dict[str, Any] = {}
+    # Only what is sent is checked: a stored value stands (the admin may have set it).
     for field, check in checks.items():
-        if field in values and field not in failed and field not in errors:
+        if field in given and field not in failed:
             try:
                 cleaned[field] = check()
             except InvalidInput as exc:
@@ -138,17 +139,19 @@ def page_input(
 
 
 def _assembled(values: Mapping[str, Any], cleaned: Mapping[str, Any]) -> PageInput:
+    """The page from the values, those the rules normalized (a domain's case) as they say."""
+    final = {**values, **cleaned}
     return PageInput(
-        name=values["name"],
-        slug=cleaned["slug"],
-        title=values["title"],
-        description=values["description"],
-        visibility=values["visibility"],
-        password=values.get("password"),
-        custom_domain=cleaned["custom_domain"],
-        uptime_days=cleaned["uptime_days"],
-        show_response_times=values["show_response_times"],
-        sections=cleaned.get("sections"),
+        name=final["name"],
+        slug=final["slug"],
+        title=final["title"],
+        description=final["description"],
+        visibility=final["visibility"],
+        password=final.get("password"),
+        custom_domain=final["custom_domain"],
+        uptime_days=final["uptime_days"],
+        show_response_times=final["show_response_times"],
+        sections=final.get("sections") if "sections" in cleaned else None,
     )
 
 

@@ -571,3 +571,15 @@ def test_a_slug_or_domain_taken_meanwhile_is_refused_as_the_check_refuses_it(
         "custom_domain": [validation.DOMAIN_TAKEN],
     }
     assert StatusPage.objects.count() == 1
+
+
+def test_only_the_fields_sent_are_checked(api, cast, make_status_page):
+    """A value stored by other means (the admin, an older rule) does not block other changes."""
+    page = make_status_page(cast)
+    StatusPage.objects.filter(pk=page.pk).update(slug="Old_Slug")
+
+    response = api.as_user(cast.owner).patch(f"{URL}/{page.pk}", {"title": "Kept"})
+
+    assert response.status_code == 200, response.content
+    assert response.json()["slug"] == "Old_Slug"
+    assert_problem(api.patch(f"{URL}/{page.pk}", {"slug": "Old_Slug"}), 400, "validation_error")
