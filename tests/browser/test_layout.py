@@ -4,8 +4,8 @@ Each page is loaded at both widths with data at its limits: 200-character names 
 organization, a project, endpoints (one of them a single unbroken token), a channel, a
 maintenance window, an API key and a status page with its sections, and a long incident
 cause. The document must never be wider than the viewport (wide tables scroll inside their
-own box), and no chart text may be drawn under 11 px; each page is saved as a screenshot in `SCREENSHOT_DIR` (default: a
-directory under pytest's tmp dir) for review.
+own box), and no chart text may be drawn under 11 px; each page is saved as a screenshot
+in `SCREENSHOT_DIR` (default: a directory under pytest's tmp dir) for review.
 """
 
 import os
