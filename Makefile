@@ -84,6 +84,7 @@ bench: $(VENV)/.installed
 	bench/tools.sh
 	$(BIN)/python bench/api_auth.py $(BENCH_ARGS)
 	$(BIN)/python bench/pings.py $(BENCH_ARGS)
+	$(BIN)/python bench/status_pages.py $(BENCH_ARGS)
 	$(BIN)/python bench/probes.py $(BENCH_ARGS)
 	$(BIN)/python bench/hanging.py $(BENCH_ARGS)
 	$(BIN)/python bench/scheduler.py $(BENCH_ARGS)

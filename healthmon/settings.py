@@ -103,6 +103,9 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # Before anything asks request.get_host(): a registered status page custom domain is
+    # accepted (and routed to that page only); any other unknown host still gets a 400.
+    "statuspages.middleware.CustomDomainMiddleware",
     # Outermost: the request id is bound before anything logs, and every answer carries it.
     "healthmon.requestlog.RequestLogMiddleware",
     # First, so that it times and counts every answer, redirects and refusals included.
@@ -224,7 +227,14 @@ SECURE_HSTS_PRELOAD = not DEBUG and _bool("SECURE_HSTS_PRELOAD", True)
 # Plain HTTP is redirected to HTTPS when not DEBUG, except the load balancer's health check.
 # Behind a TLS-terminating proxy, set SECURE_PROXY_SSL_HEADER so requests read as secure.
 SECURE_SSL_REDIRECT = not DEBUG and _bool("SECURE_SSL_REDIRECT", True)
-SECURE_REDIRECT_EXEMPT = [r"^api/v1/health$", r"^healthz$", r"^readyz$"]
+# The status page custom-domain check is asked over plain HTTP by the TLS proxy itself
+# (Caddy's on-demand TLS `ask`), before any certificate exists.
+SECURE_REDIRECT_EXEMPT = [
+    r"^api/v1/health$",
+    r"^healthz$",
+    r"^readyz$",
+    r"^status-domains/check$",
+]
 # Content-Security-Policy: no inline script and nothing from other origins on any page. The
 # admin's widgets set a few inline style attributes, hence 'unsafe-inline' for styles only.
 CONTENT_SECURITY_POLICY = {
@@ -353,6 +363,22 @@ AUTH_THROTTLE_RATE = env.str("AUTH_THROTTLE_RATE", default="20/minute")
 if not re.fullmatch(r"\d+/(s|sec|second|m|min|minute|h|hour|d|day)", AUTH_THROTTLE_RATE):
     raise ImproperlyConfigured("AUTH_THROTTLE_RATE must look like 20/minute (s, m, h or d).")
 
+# --- Status pages: password pages and custom domains -----------------------------------------
+# Password guesses on a password page's unlock form, counted per client address and per page
+# in windows of STATUS_PAGE_UNLOCK_WINDOW_SECONDS; over either limit the form answers 429.
+STATUS_PAGE_UNLOCK_ATTEMPTS_PER_IP = _int_between(
+    "STATUS_PAGE_UNLOCK_ATTEMPTS_PER_IP", 10, 1, 10_000
+)
+STATUS_PAGE_UNLOCK_ATTEMPTS_PER_PAGE = _int_between(
+    "STATUS_PAGE_UNLOCK_ATTEMPTS_PER_PAGE", 100, 1, 100_000
+)
+STATUS_PAGE_UNLOCK_WINDOW_SECONDS = _int_between(
+    "STATUS_PAGE_UNLOCK_WINDOW_SECONDS", 600, 1, 86_400
+)
+# Seconds a Host's custom-domain answer (negative ones too) is cached: a domain added to or
+# removed from a page takes effect within this long.
+STATUS_PAGE_DOMAIN_CACHE_SECONDS = _int_between("STATUS_PAGE_DOMAIN_CACHE_SECONDS", 10, 1, 10)
+
 # --- Operations: /healthz, /readyz, /metrics -----------------------------------------------
 
 METRICS_ENABLED = _bool("METRICS_ENABLED", True)
@@ -421,6 +447,8 @@ CELERY_TASK_ROUTES = {
     "monitoring.tasks.dispatch_due_checks": {"queue": "dispatch"},
     "pipeline.tasks.run_heartbeat_deadlines": {"queue": "dispatch"},
 }
+# Update mails one status-page send task carries (one SMTP connection per batch).
+STATUS_SUBSCRIBER_BATCH_SIZE = 100
 # One beat entry for all endpoints: the dispatcher claims what is due and sends batches.
 CELERY_BEAT_SCHEDULE = {
     "dispatch-due-checks": {
@@ -436,6 +464,12 @@ CELERY_BEAT_SCHEDULE = {
     },
     "dispatch-deliveries": {
         "task": "alerts.tasks.dispatch_deliveries",
+        "schedule": 5.0,
+        "options": {"expires": 10},
+    },
+    # Public incident updates become one mail per confirmed status-page subscriber.
+    "fan-out-subscriber-mails": {
+        "task": "statuspages.tasks.fan_out_subscriber_mails",
         "schedule": 5.0,
         "options": {"expires": 10},
     },

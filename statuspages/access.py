@@ -4,7 +4,6 @@ Every user of an organization reads its pages (they are what the organization sh
 world); writing them is for owners and admins, checked by the views.
 """
 
-from django.conf import settings
 from django.db.models import Prefetch, QuerySet
 
 from accounts.access import get_or_404
@@ -25,11 +24,3 @@ def status_pages_of(caller: User) -> QuerySet[StatusPage]:
 def access_status_page(caller: User, page_id: object) -> StatusPage:
     """A status page of the caller's organization, with its sections and components."""
     return get_or_404(status_pages_of(caller), page_id)
-
-
-def public_url(page: StatusPage) -> str:
-    """Where readers find the page: its custom domain's root when it has one (the page is
-    served there at `/`), else `<WEB_BASE_URL>/status/<slug>`."""
-    if page.custom_domain:
-        return f"https://{page.custom_domain}/"
-    return f"{settings.WEB_BASE_URL}/status/{page.slug}"

@@ -3,6 +3,8 @@
 from datetime import UTC, datetime
 from typing import Any
 
+from django.conf import settings
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.fields import empty
 from rest_framework.utils import html
@@ -94,6 +96,31 @@ class ConfigField(serializers.JSONField):
         return instance.config_masked
 
 
+class BadgeUrlsSerializer(serializers.Serializer[Any]):
+    """The public badges of a badge key, an endpoint's or a status page's (no login; the key
+    is the only secret in them): each SVG for a README, each JSON for shields.io's endpoint
+    badge."""
+
+    status_svg = serializers.URLField(read_only=True)
+    status_json = serializers.URLField(read_only=True)
+    uptime_svg = serializers.URLField(
+        read_only=True, help_text="`?period=24h|7d|30d|90d` (default 30d) may be added."
+    )
+    uptime_json = serializers.URLField(read_only=True)
+    response_time_svg = serializers.URLField(read_only=True)
+    response_time_json = serializers.URLField(read_only=True)
+
+
+def badge_urls(badge_key: str) -> dict[str, str]:
+    """The URLs of a badge key's badges (`/badge/<key>/...`, statuspages serves them)."""
+    base = f"{settings.WEB_BASE_URL}/badge/{badge_key}"
+    return {
+        f"{kind.replace('-', '_')}_{fmt}": f"{base}/{kind}.{fmt}"
+        for kind in ("status", "uptime", "response-time")
+        for fmt in ("svg", "json")
+    }
+
+
 class EndpointSerializer(AllErrorsMixin, serializers.ModelSerializer[Endpoint]):
     """An endpoint as the API shows and accepts it.
 
@@ -137,6 +164,9 @@ class EndpointSerializer(AllErrorsMixin, serializers.ModelSerializer[Endpoint]):
         help_text="Heartbeats: the URL the job calls (`/start`, `/fail`, `/<exit status>`, "
         "`/log` appended as needed); null for other types."
     )
+    badges = serializers.SerializerMethodField(
+        help_text="Public badge URLs (SVG and shields.io JSON); `?label=` sets the label."
+    )
 
     class Meta:
         model = Endpoint
@@ -160,6 +190,7 @@ class EndpointSerializer(AllErrorsMixin, serializers.ModelSerializer[Endpoint]):
             "detected_type",
             "slug",
             "ping_url",
+            "badges",
             "certificate_expires_at",
             "certificate_issuer",
             "last_checked_at",
@@ -201,6 +232,7 @@ class EndpointSerializer(AllErrorsMixin, serializers.ModelSerializer[Endpoint]):
             "detected_type": instance.detected_type,
             "slug": instance.slug,
             "ping_url": self.get_ping_url(instance),
+            "badges": self.get_badges(instance),
             "certificate_expires_at": _timestamp(instance.certificate_expires_at),
             "certificate_issuer": instance.certificate_issuer,
             "last_checked_at": _timestamp(instance.last_checked_at),
@@ -212,6 +244,11 @@ class EndpointSerializer(AllErrorsMixin, serializers.ModelSerializer[Endpoint]):
     def get_ping_url(self, instance: Endpoint) -> str | None:
         """The heartbeat's ping URL; None for probed endpoints."""
         return instance.ping_url
+
+    @extend_schema_field(BadgeUrlsSerializer)
+    def get_badges(self, instance: Endpoint) -> dict[str, str]:
+        """The endpoint's public badge URLs."""
+        return badge_urls(instance.badge_key)
 
     def get_fields(self) -> dict[str, serializers.Field[Any, Any, Any, Any]]:
         """The fields, the numbers bounded by `endpoint_limits()` as they are now (the

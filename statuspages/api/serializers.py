@@ -11,7 +11,7 @@ from alerts.api.serializers import StrictBooleanField
 from healthmon.api.serializers import AllErrorsMixin
 from healthmon.errors import InvalidInput
 from statuspages import validation
-from statuspages.access import public_url
+from statuspages.feeds import page_url
 from statuspages.models import (
     DEFAULT_UPTIME_DAYS,
     MAX_UPTIME_DAYS,
@@ -117,7 +117,7 @@ class StatusPageSerializer(AllErrorsMixin, serializers.ModelSerializer[StatusPag
 
     def get_url(self, page: StatusPage) -> str:
         """The custom domain's root, else `<WEB_BASE_URL>/status/<slug>`."""
-        return public_url(page)
+        return page_url(page)
 
     def get_fields(self) -> dict[str, Any]:
         """No model-derived unique validators on slug or domain: the validation checks them."""

@@ -1,6 +1,8 @@
 """Status page writes people make: create, change (sections and components replaced
 wholesale, in order) and delete, each in the audit log."""
 
+import logging
+
 from django.contrib.auth.hashers import make_password
 from django.db import IntegrityError, transaction
 from django.utils import timezone
@@ -9,8 +11,12 @@ from accounts.audit import audit_record
 from accounts.models import AuditAction, Organization
 from healthmon.errors import InvalidInput
 from statuspages import validation
+from statuspages.cache import page_cache_bump
+from statuspages.middleware import domain_cache_forget
 from statuspages.models import Component, Section, StatusPage, Visibility
 from statuspages.validation import PageInput, SectionIn
+
+logger = logging.getLogger(__name__)
 
 # Fields compared to tell the audit log which changed (never their values for the password).
 _PLAIN_FIELDS = [
@@ -32,6 +38,7 @@ def status_page_create(*, organization: Organization, data: PageInput) -> Status
     _apply(page, data)
     _save(page, force_insert=True)
     _set_sections(page, data.sections or ())
+    _forget_on_commit(page.pk, page.custom_domain)
     audit_record(
         action=AuditAction.STATUS_PAGE_CREATED,
         organization_id=organization.pk,
@@ -46,6 +53,7 @@ def status_page_update(*, page: StatusPage, data: PageInput) -> StatusPage:
     """Change a page to `data`; its sections and components are replaced when `data` has
     sections. The audit log names the fields that changed, never a value of the password."""
     before = {field: getattr(page, field) for field in _PLAIN_FIELDS}
+    old_domain = page.custom_domain
     _apply(page, data)
     changed = {field for field in _PLAIN_FIELDS if getattr(page, field) != before[field]}
     if data.password is not None:
@@ -55,6 +63,7 @@ def status_page_update(*, page: StatusPage, data: PageInput) -> StatusPage:
     if data.sections is not None:
         _set_sections(page, data.sections)
         changed.add("sections")
+    _forget_on_commit(page.pk, old_domain, page.custom_domain)
     audit_record(
         action=AuditAction.STATUS_PAGE_UPDATED,
         organization_id=page.organization_id,
@@ -73,7 +82,22 @@ def status_page_delete(*, page: StatusPage) -> None:
         target=page,
         details={"slug": page.slug},
     )
+    _forget_on_commit(page.pk, page.custom_domain)
     page.delete()
+
+
+def _forget_on_commit(page_id: object, *domains: str | None) -> None:
+    """Once committed, readers see the change at once: the page's cached responses go stale
+    and the cached answers for its old and new domains (a negative one for a new domain) go."""
+
+    def forget() -> None:
+        try:
+            page_cache_bump(page_id)
+            domain_cache_forget(*domains)
+        except Exception:  # the write stands; readers see it within the caches' few seconds
+            logger.warning("status page caches not cleared: the cache failed", exc_info=True)
+
+    transaction.on_commit(forget)
 
 
 def _apply(page: StatusPage, data: PageInput) -> None:

@@ -15,7 +15,8 @@ from accounts.access import manager_required, member_required, page_user
 from accounts.models import User
 from monitoring.models import Endpoint
 from statuspages import services
-from statuspages.access import access_status_page, public_url
+from statuspages.access import access_status_page
+from statuspages.feeds import page_url
 from statuspages.forms import StatusPageForm
 from statuspages.models import StatusPage
 
@@ -38,7 +39,7 @@ def status_pages(request: HttpRequest) -> HttpResponse:
         )
     )
     for page in pages:
-        page.public_url = public_url(page)  # type: ignore[attr-defined]
+        page.public_url = page_url(page)  # type: ignore[attr-defined]
     return render(request, "statuspages/manage_list.html", {"pages": pages})
 
 

@@ -27,6 +27,7 @@ FIELDS = {
     "detected_type",
     "slug",
     "ping_url",
+    "badges",
     "certificate_expires_at",
     "certificate_issuer",
     "last_checked_at",

@@ -583,3 +583,32 @@ def test_only_the_fields_sent_are_checked(api, cast, make_status_page):
     assert response.status_code == 200, response.content
     assert response.json()["slug"] == "Old_Slug"
     assert_problem(api.patch(f"{URL}/{page.pk}", {"slug": "Old_Slug"}), 400, "validation_error")
+
+
+def test_an_edit_shows_on_the_public_page_at_once(api, cast, client, make_status_page):
+    page = make_status_page(cast, title="Before")
+    assert "Before" in client.get("/status/acme").content.decode()  # cached now
+
+    api.as_user(cast.owner).patch(f"{URL}/{page.pk}", {"title": "After"})
+
+    text = client.get("/status/acme").content.decode()
+    assert "After" in text
+    assert "Before" not in text
+
+
+def test_a_new_custom_domain_serves_at_once_and_an_old_one_stops(
+    api, cast, client, make_status_page
+):
+    page = make_status_page(cast)
+    assert client.get("/", HTTP_HOST="status.acme.example").status_code == 400  # cached: none
+    api.as_user(cast.owner)
+
+    api.patch(f"{URL}/{page.pk}", {"custom_domain": "status.acme.example"})
+    assert client.get("/", HTTP_HOST="status.acme.example").status_code == 200
+
+    api.patch(f"{URL}/{page.pk}", {"custom_domain": "status.acme.test"})
+    assert client.get("/", HTTP_HOST="status.acme.example").status_code == 400
+    assert client.get("/", HTTP_HOST="status.acme.test").status_code == 200
+
+    api.delete(f"{URL}/{page.pk}")
+    assert client.get("/", HTTP_HOST="status.acme.test").status_code == 400
