@@ -302,6 +302,9 @@ class AuditAction(models.TextChoices):
     MAINTENANCE_UPDATED = "maintenance.updated", "Maintenance window changed"
     MAINTENANCE_DELETED = "maintenance.deleted", "Maintenance window deleted"
     PING_KEY_ROTATED = "project.ping_key_rotated", "Ping key rotated"
+    STATUS_PAGE_CREATED = "status_page.created", "Status page created"
+    STATUS_PAGE_UPDATED = "status_page.updated", "Status page changed"
+    STATUS_PAGE_DELETED = "status_page.deleted", "Status page deleted"
 
 
 class AuditEventQuerySet(models.QuerySet["AuditEvent"]):

@@ -1,8 +1,55 @@
 """Status pages in Django admin: pages with their sections and components, subscribers."""
 
+from typing import Any
+
+from django import forms
 from django.contrib import admin
 
+from healthmon.errors import InvalidInput
+from statuspages import validation
 from statuspages.models import Component, Section, StatusPage, Subscriber, SubscriberMail
+
+
+class StatusPageAdminForm(forms.ModelForm):
+    """The page's own fields checked as the API and the pages check them (the slug's and the
+    custom domain's format and uniqueness, the uptime range)."""
+
+    class Meta:
+        model = StatusPage
+        fields = [
+            "organization",
+            "name",
+            "slug",
+            "title",
+            "description",
+            "visibility",
+            "custom_domain",
+            "uptime_days",
+            "show_response_times",
+            "updated_at",
+        ]
+
+    def clean(self) -> dict[str, Any]:
+        """Refuse what `statuspages.validation` refuses, beside the field it names."""
+        cleaned = super().clean() or self.cleaned_data
+        page = None if self.instance._state.adding else self.instance
+        try:
+            if "slug" in cleaned:
+                cleaned["slug"] = validation.slug(cleaned["slug"], page=page)
+        except InvalidInput as exc:
+            self.add_error("slug", exc.errors["slug"])
+        try:
+            if "custom_domain" in cleaned:
+                domain = validation.custom_domain(cleaned["custom_domain"], page=page)
+                cleaned["custom_domain"] = domain
+        except InvalidInput as exc:
+            self.add_error("custom_domain", exc.errors["custom_domain"])
+        try:
+            if cleaned.get("uptime_days") is not None:
+                validation.uptime_days(cleaned["uptime_days"])
+        except InvalidInput as exc:
+            self.add_error("uptime_days", exc.errors["uptime_days"])
+        return cleaned
 
 
 class SectionInline(admin.TabularInline):
@@ -24,7 +71,7 @@ class StatusPageAdmin(admin.ModelAdmin):
     list_filter = ["visibility", "show_response_times"]
     search_fields = ["name", "slug", "custom_domain", "organization__name"]
     readonly_fields = ["badge_key", "created_at"]
-    exclude = ["password_hash"]
+    form = StatusPageAdminForm
     inlines = [SectionInline, ComponentInline]
     list_select_related = ["organization"]
 

@@ -3,7 +3,7 @@ the management pages (owner/admin)."""
 
 from django.urls import URLPattern, URLResolver, path, re_path
 
-from statuspages.views import badges, domains, public, subscribe, unlock
+from statuspages.views import badges, domains, manage, public, subscribe, unlock
 
 urlpatterns: list[URLPattern | URLResolver] = [
     # public pages, summary.json and feeds (statuspages.views.public)
@@ -29,5 +29,13 @@ urlpatterns: list[URLPattern | URLResolver] = [
         badges.badge,
         name="badge",
     ),
-    # management pages (statuspages.views.manage)
+    # management
+    path("status-pages", manage.status_pages, name="status-pages"),
+    path("status-pages/new", manage.status_page_new, name="status-pages-new"),
+    path("status-pages/<uuid:page_id>/edit", manage.status_page_edit, name="status-pages-edit"),
+    path(
+        "status-pages/<uuid:page_id>/delete",
+        manage.status_page_delete,
+        name="status-pages-delete",
+    ),
 ]

@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 from django.apps import apps
 from django.contrib import admin
-from django.contrib.auth.hashers import make_password
 from django.contrib.messages import get_messages
 from django.db import connection
 from django.test import RequestFactory
@@ -46,6 +45,8 @@ from pipeline.checks import checks_record
 from pipeline.heartbeats import PingIn, ping_record
 from statuspages.admin import StatusPageAdmin
 from statuspages.models import Component, Section, StatusPage, Subscriber, SubscriberMail
+from statuspages.services import status_page_create
+from statuspages.validation import PageInput, SectionIn
 from tests.helpers import PASSWORD, accept_invite, admin_url, mailed_token
 
 APPS = ("accounts", "apikeys", "monitoring", "alerts", "analytics", "statuspages")
@@ -179,15 +180,21 @@ PAGE_PASSWORD = "page-s3cret-pw"
 def add_status_page(org: Organization, site: Endpoint, n: int) -> None:
     """A password status page showing the site, a confirmed subscriber mailed an update,
     and an internal note on the site's incident."""
-    page = StatusPage.objects.create(
+    page = status_page_create(
         organization=org,
-        name=f"Status {n}",
-        slug=f"status-{n}",
-        visibility="password",
-        password_hash=make_password(PAGE_PASSWORD),
+        data=PageInput(
+            name=f"Status {n}",
+            slug=f"status-{n}",
+            title="",
+            description="",
+            visibility="password",
+            password=PAGE_PASSWORD,
+            custom_domain=None,
+            uptime_days=90,
+            show_response_times=False,
+            sections=(SectionIn(name="Core", endpoints=(site,)),),
+        ),
     )
-    section = Section.objects.create(page=page, name="Core")
-    Component.objects.create(page=page, section=section, endpoint=site)
     subscriber = Subscriber.objects.create(
         page=page, email=f"reader{n}@example.net", confirmed_at=timezone.now()
     )

@@ -56,6 +56,8 @@ from monitoring.probes import ProbeResult
 from monitoring.services import endpoint_check_now, endpoint_create
 from monitoring.validation import validate_config
 from pipeline.checks import checks_record
+from statuspages.services import status_page_create
+from statuspages.validation import PageInput, SectionIn
 from tests.helpers import PASSWORD, assert_problem
 
 CONFIG = schemathesis.Config.from_dict(
@@ -196,6 +198,29 @@ def _alerts(organization: Organization, project: Project, start: datetime) -> di
     }
 
 
+def _status_pages(organization: Organization, endpoints: list[Endpoint]) -> list[str]:
+    """A public page showing the endpoints in one section, and a password page."""
+    pages = []
+    for slug, visibility, password, sections in (
+        ("fuzz", "public", None, (SectionIn(name="Core", endpoints=tuple(endpoints)),)),
+        ("fuzz-partners", "password", PASSWORD, ()),
+    ):
+        data = PageInput(
+            name=slug,
+            slug=slug,
+            title="",
+            description="",
+            visibility=visibility,
+            password=password,
+            custom_domain=None,
+            uptime_days=90,
+            show_response_times=False,
+            sections=sections,
+        )
+        pages.append(str(status_page_create(organization=organization, data=data).pk))
+    return pages
+
+
 def _build_world() -> World:
     organization, project = organization_create(name="Fuzz")
     owner, admin, member = (
@@ -237,6 +262,7 @@ def _build_world() -> World:
             "projects": projects,
             "users": users,
             **_alerts(organization, project, start),
+            "status-pages": _status_pages(organization, [database, website]),
         },
         values={
             "project": projects,

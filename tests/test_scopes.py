@@ -3,7 +3,8 @@
 | Scope           | Allows                                                      |
 |-----------------|-------------------------------------------------------------|
 | endpoint:read   | GET /endpoints, /endpoints/{id}, /endpoints/{id}/checks,    |
-|                 | /endpoints/{id}/pings[/{ping_id}/body], /projects           |
+|                 | /endpoints/{id}/pings[/{ping_id}/body], /projects,          |
+|                 | /status-pages, /status-pages/{id}                           |
 | endpoint:create | POST /endpoints, PATCH/DELETE/pause/resume/check-now        |
 | incident:read   | GET /incidents, /incidents/{id}                             |
 | analytics:read  | GET /analytics/summary, response-time, uptime, availability,|
@@ -27,6 +28,7 @@ from alerts.services import channel_create
 from apikeys.models import ApiKey, Scope
 from apikeys.permissions import HasScope
 from monitoring.models import Incident
+from statuspages.models import StatusPage
 from tests.routes import api_routes
 
 # The contract's table: basename -> (scope for reading, scope for writing); None: admin only.
@@ -42,6 +44,7 @@ CONTRACT: dict[str, tuple[str | None, str | None]] = {
     "audit-log": (None, None),
     "notification-channel": (None, None),
     "maintenance-window": (None, None),
+    "status-page": (Scope.ENDPOINT_READ, None),
 }
 # Routes no key may use, whatever its scopes: a person's password is involved.
 JWT_ONLY = {("auth", "change_password")}
@@ -84,6 +87,8 @@ def fresh(cast, make_key, make_endpoint):
             return MaintenanceWindow.objects.create(
                 organization=cast.org, starts_at=start, ends_at=start + timedelta(hours=1)
             ).id
+        if basename == "status-page":
+            return StatusPage.objects.create(organization=cast.org, name=f"S{n}", slug=f"s-{n}").id
         raise AssertionError(f"add a target factory for {basename!r}")
 
     return make

@@ -1,5 +1,10 @@
 """`/api/v1/status-pages`."""
 
-from django.urls import URLPattern, URLResolver
+from rest_framework.routers import SimpleRouter
 
-urlpatterns: list[URLPattern | URLResolver] = []
+from statuspages.api import views
+
+router = SimpleRouter(trailing_slash=False)
+router.register("status-pages", views.StatusPageViewSet, basename="status-page")
+
+urlpatterns = router.urls

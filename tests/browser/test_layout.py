@@ -2,10 +2,10 @@
 
 Each page is loaded at both widths with data at its limits: 200-character names of the
 organization, a project, endpoints (one of them a single unbroken token), a channel, a
-maintenance window and an API key, and a long incident cause. The document must never be
-wider than the viewport (wide tables scroll inside their own box), and no chart text may
-be drawn under 11 px; each page is saved as a screenshot in `SCREENSHOT_DIR` (default: a
-directory under pytest's tmp dir) for review.
+maintenance window, an API key and a status page with its sections, and a long incident
+cause. The document must never be wider than the viewport (wide tables scroll inside their
+own box), and no chart text may be drawn under 11 px; each page is saved as a screenshot
+in `SCREENSHOT_DIR` (default: a directory under pytest's tmp dir) for review.
 """
 
 import os
@@ -29,6 +29,9 @@ from alerts.services import channel_create, maintenance_window_save
 from apikeys.services import api_key_create
 from monitoring.incidents import incident_declare
 from monitoring.models import Endpoint
+from statuspages.models import StatusPage
+from statuspages.services import status_page_create
+from statuspages.validation import PageInput, SectionIn
 from tests.browser.conftest import day_of_checks, sign_in
 from tests.helpers import mailed_token
 
@@ -52,6 +55,7 @@ class Limits:
     wordy: Endpoint
     token: Endpoint
     young: Endpoint
+    status_page: StatusPage
 
 
 @pytest.fixture
@@ -94,9 +98,27 @@ def limits(cast: Any, make_endpoint: Callable[..., Endpoint], record: Any) -> Li
         role=Role.MEMBER,
         projects=[project],
     )
+    status_page = status_page_create(
+        organization=cast.org,
+        data=PageInput(
+            name=TOKEN,
+            slug="a" * 63,
+            title=WORDY,
+            description=WORDY,
+            visibility="public",
+            password=None,
+            custom_domain=("status-" + "x" * 50 + ".") * 3 + "example.com",
+            uptime_days=90,
+            show_response_times=False,
+            sections=(
+                SectionIn(name=TOKEN, endpoints=(token, wordy)),
+                SectionIn(name=WORDY, endpoints=(young,)),
+            ),
+        ),
+    )
     for endpoint in (wordy, token, young):
         endpoint.refresh_from_db()
-    return Limits(project=project, wordy=wordy, token=token, young=young)
+    return Limits(project=project, wordy=wordy, token=token, young=young, status_page=status_page)
 
 
 @pytest.fixture(scope="module")
@@ -215,6 +237,10 @@ def signed_in_pages(limits: Limits) -> dict[str, str]:
         "projects": "/projects",
         "api-keys": "/api-keys",
         "account": "/account",
+        "status-pages": "/status-pages",
+        "status-page-new": "/status-pages/new",
+        "status-page-edit": f"/status-pages/{limits.status_page.pk}/edit",
+        "status-page-delete": f"/status-pages/{limits.status_page.pk}/delete",
     }
 
 

@@ -116,6 +116,8 @@ def test_no_page_breaks_the_content_security_policy(page: Page, cast, watched, o
         "/endpoints/new",
         f"/endpoints/{watched.website.pk}/edit",
         "/account",
+        "/status-pages",
+        "/status-pages/new",
         "/api-keys",
     ]:
         page.goto(url)

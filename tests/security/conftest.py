@@ -26,6 +26,7 @@ from alerts.models import MaintenanceWindow, NotificationChannel
 from alerts.services import channel_create, maintenance_window_save
 from apikeys.models import ApiKey
 from monitoring.models import Endpoint, Incident, Ping
+from statuspages.models import Component, Section, StatusPage
 from tests.conftest import Api, Cast
 
 OUR_APPS = ("accounts", "apikeys", "monitoring", "alerts", "analytics", "statuspages")
@@ -80,6 +81,7 @@ class World:
     outsider_key: str  # B's owner, scope admin
     own_channel: NotificationChannel  # B's
     own_window: MaintenanceWindow  # B's
+    own_status_page: StatusPage  # B's
     ping: Ping  # A's, of A's endpoint: the `{ping_id}` of routes under a ping
 
     def foreign(self, model: type[models.Model]) -> models.Model:
@@ -109,6 +111,7 @@ def world(cast, make_user, make_key, make_endpoint, record) -> World:
         "incident": incident,
         "notification-channel": _channel(cast.org, cast.project, "A's channel"),
         "maintenance-window": _window(cast.org, cast.project, "A's window"),
+        "status-page": _status_page(cast.org, endpoint, "a-status"),
     }
     by_model = {type(target): target for target in targets.values()}
     by_model[Organization] = cast.org
@@ -124,6 +127,7 @@ def world(cast, make_user, make_key, make_endpoint, record) -> World:
         outsider_key=make_key(cast.outsider, "admin"),
         own_channel=_channel(cast.other_org, cast.other_project, "B's channel"),
         own_window=_window(cast.other_org, cast.other_project, "B's window"),
+        own_status_page=_status_page(cast.other_org, None, "b-status"),
         ping=Ping.objects.create(
             endpoint=endpoint, kind="log", received_at=now, method="POST", body="A's"
         ),
@@ -153,6 +157,15 @@ def _window(organization: Organization, project: Project, name: str) -> Maintena
         ends_at=start + timedelta(hours=1),
         recurrence="weekly",
     )
+
+
+def _status_page(organization: Organization, endpoint: Endpoint | None, slug: str) -> StatusPage:
+    """A public page showing the endpoint (if any) in one section."""
+    page = StatusPage.objects.create(organization=organization, name=slug, slug=slug)
+    if endpoint is not None:
+        section = Section.objects.create(page=page, name="Core")
+        Component.objects.create(page=page, section=section, endpoint=endpoint)
+    return page
 
 
 @pytest.fixture

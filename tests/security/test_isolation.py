@@ -19,6 +19,7 @@ from alerts.services import channel_create
 from apikeys.models import ApiKey
 from apikeys.services import api_key_create
 from monitoring.models import CheckResult, Endpoint, Incident, Ping
+from statuspages.models import StatusPage
 from tests.helpers import assert_problem
 from tests.routes import api_patterns_with_parameters, api_routes
 
@@ -110,6 +111,7 @@ def own_object(world, path):
         "users": world.own_member,
         "notification-channels": world.own_channel,
         "maintenance-windows": world.own_window,
+        "status-pages": world.own_status_page,
     }
     collection = path.removeprefix("/api/v1/").split("/")[0]
     assert collection in owned, f"give B an object of its own for {path}"
@@ -192,6 +194,8 @@ def _fresh(basename, cast, make_endpoint, record):
         return MaintenanceWindow.objects.create(
             organization=cast.org, name=n, starts_at=start, ends_at=start + timedelta(hours=1)
         ).id
+    if basename == "status-page":
+        return StatusPage.objects.create(organization=cast.org, name=n, slug=f"s-{n}").id
     endpoint = make_endpoint(cast.project, name=n, target="https://192.0.2.10/")
     if basename == "endpoint":
         return endpoint.id

@@ -100,6 +100,12 @@ def valid_bodies(world):
         ("PATCH", "/api/v1/incidents/{id}"): {"title": "Fresh"},
         ("POST", "/api/v1/incidents/{id}/updates"): {"status": "identified", "message": "Fresh"},
         ("POST", "/api/v1/incidents/{id}/notes"): {"text": "Fresh"},
+        ("POST", "/api/v1/status-pages"): {
+            "name": "Fresh",
+            "slug": "fresh",
+            "sections": [{"name": "Core", "endpoints": [str(world.targets["endpoint"].pk)]}],
+        },
+        ("PATCH", "/api/v1/status-pages/{id}"): {"name": "Fresh"},
     }
 
 
@@ -112,6 +118,7 @@ def fill(world, template):
     owned["notification-channels"] = world.targets["notification-channel"]
     owned["maintenance-windows"] = world.targets["maintenance-window"]
     owned["incidents"] = world.targets["incident"]
+    owned["status-pages"] = world.targets["status-page"]
     return template.format(id=owned[template.removeprefix("/api/v1/").split("/")[0]].pk)
 
 

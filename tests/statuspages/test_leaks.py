@@ -36,6 +36,7 @@ def world(api: Any, cast: Any, make_endpoint: Any, record: Any, settings: Any) -
     billing = make_endpoint(
         cast.project,
         name="Billing",
+        failure_threshold=1,
         target=f"https://svc_user:{TARGET_SECRET}@billing-db.internal.example:8443/h?token={QUERY_SECRET}",
         config={"headers": {"Authorization": f"Bearer {HEADER_SECRET}"}},
     )
@@ -43,6 +44,7 @@ def world(api: Any, cast: Any, make_endpoint: Any, record: Any, settings: Any) -
         cast.project,
         name="Database",
         type="postgresql",
+        failure_threshold=1,
         target=f"postgresql://pg_admin:{PG_SECRET}@10.20.30.40:6543/prod",
     )
     cache = make_endpoint(

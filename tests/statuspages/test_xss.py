@@ -72,7 +72,7 @@ def inert(html: str, *, page: bool = False) -> list[str]:
 @pytest.fixture
 def xss_page(api: Any, cast: Any, make_endpoint: Any, record: Any) -> str:
     """A public page where every text a team writes carries the corpus; returns its slug."""
-    endpoint = make_endpoint(cast.project, name=PAYLOAD[:200])
+    endpoint = make_endpoint(cast.project, name=PAYLOAD[:200], failure_threshold=1)
     other = make_endpoint(cast.project, name="<b>bold</b> <script>alert(12)</script>")
     start = timezone.now() - timedelta(minutes=5)
     record(endpoint, [(start, False, 0.0, PAYLOAD[:400])])

@@ -16,6 +16,7 @@ from alerts.services import channel_create, maintenance_window_save
 from apikeys.models import ApiKey
 from apikeys.services import api_key_create
 from monitoring.models import CheckResult, Endpoint
+from statuspages.models import StatusPage
 from tests.helpers import PASSWORD
 from tests.web.conftest import csrf_token
 
@@ -49,7 +50,9 @@ def world(cast, make_endpoint, invitation):
         starts_at=start,
         ends_at=start + timedelta(hours=1),
     )
+    status_page = StatusPage.objects.create(organization=cast.org, name="Acme", slug="acme")
     return {
+        "status_page": status_page,
         "endpoint": endpoint,
         "paused": paused,
         "spare": spare,
@@ -87,6 +90,7 @@ def snapshot():
             NotificationChannel.objects.values_list("id", "name", "enabled").order_by("id")
         ),
         "windows": list(MaintenanceWindow.objects.values_list("id", "name").order_by("id")),
+        "status_pages": list(StatusPage.objects.values_list("id", "name").order_by("id")),
         "deliveries": Delivery.objects.count(),
         "mails": len(mail.outbox),
     }
@@ -132,6 +136,12 @@ SIGNED_IN_FORMS = [
         lambda w: {"starts_at": "2030-01-01T00:00", "ends_at": "2030-01-01T01:00"},
     ),
     ("/alerts/maintenance/{window}/delete", lambda w: {}),
+    (
+        "/status-pages/new",
+        lambda w: {"name": "Planted", "slug": "planted", "visibility": "public", "uptime_days": 90},
+    ),
+    ("/status-pages/{status_page}/edit", lambda w: {"name": "Hijacked", "slug": "acme"}),
+    ("/status-pages/{status_page}/delete", lambda w: {}),
 ]
 
 
