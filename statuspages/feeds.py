@@ -7,6 +7,7 @@ from typing import Any
 
 from django.conf import settings
 from django.core.serializers.json import DjangoJSONEncoder
+from django.utils.html import escape
 from feedgen.feed import FeedGenerator
 
 from statuspages.models import StatusPage
@@ -100,7 +101,10 @@ def _feed(view: PageView, fmt: str) -> FeedGenerator:
     feed.title(f"{page.title or page.name} status history")
     feed.link(href=page_url(page, f"history.{fmt}"), rel="self")
     feed.link(href=url, rel="alternate")  # last: RSS's <link> is the last one set
-    feed.description(page.description or f"Incidents and updates of {page.name}")
+    about = page.description or f"Incidents and updates of {page.name}"
+    # RSS readers render a channel's description as HTML, Atom's subtitle is text: the
+    # page's description is text, so RSS gets it escaped.
+    feed.description(escape(about) if fmt == "rss" else about)
     feed.language("en")
     feed.updated(view.updated_at)
     incidents = view.incidents
@@ -115,9 +119,12 @@ def _feed(view: PageView, fmt: str) -> FeedGenerator:
         entry.guid(f"{url}#update-{update.id}", permalink=False)
         entry.title(f"{incident.title}: {update.state_label}")
         entry.link(href=f"{url}#incident-{incident.id}")
-        # Sanitised at write time; an automatic incident's opening line is plain text.
-        entry.content(update.html or update.text, type="html" if update.html else "text")
-        entry.description(update.html or update.text)
+        # Sanitised at write time; an automatic incident's opening line is text, escaped
+        # here, since readers render both RSS descriptions and Atom html content as HTML.
+        # feedgen's description() replaces the content: set it first.
+        html = update.html or escape(update.text)
+        entry.description(html)
+        entry.content(html, type="html")
         entry.published(update.created_at)
         entry.updated(update.created_at)
     return feed

@@ -52,7 +52,7 @@ def world(api: Any, cast: Any, make_endpoint: Any, record: Any, settings: Any) -
     )
     job = make_endpoint(cast.project, name="Nightly job", type="heartbeat", target="")
     now = timezone.now()
-    start = now - timedelta(minutes=10)
+    start = now + timedelta(seconds=1)  # after the endpoints were made: such checks count
     error = "FATAL: password authentication failed for user svc_admin at 10.20.30.40:6543"
     record(billing, [(start, True, 20.0), (start + timedelta(minutes=1), False, 0.0, error)])
     record(database, [(start, False, 0.0, "ECONNRESET by peer 10.20.30.40:6543")])
@@ -167,6 +167,8 @@ def test_no_public_route_shows_a_target_secret_error_note_or_email(world, cast):
         assert response.status_code < 500, what
         text = response.content.decode() + "".join(f"{k}: {v}\n" for k, v in response.items())
         found = [secret for secret in forbidden if secret.lower() in text.lower()]
+        if what == "subscribe":  # the answer may say back the address its reader typed
+            found = [secret for secret in found if secret != SUBSCRIBER]
         assert found == [], what
     shown = {what for what, r in answers if r.status_code == 200}
     assert {"/status/acme", "/status/acme/summary.json", "/status/acme/history.atom"} <= shown

@@ -34,7 +34,7 @@ CORPUS = [
 ]
 PAYLOAD = " ".join(CORPUS)
 URL_ATTRIBUTES = {"href", "src", "action", "formaction", "xlink:href", "srcset", "poster"}
-DANGEROUS_TAGS = {"iframe", "object", "embed", "base", "form-in-content", "xss", "meta"}
+DANGEROUS_TAGS = {"iframe", "object", "embed", "base", "xss"}
 
 
 class Inert(HTMLParser):
@@ -54,6 +54,10 @@ class Inert(HTMLParser):
                 self.found.append(f"<script src={src!r}>")
         if tag in DANGEROUS_TAGS or (tag == "style" and not self.page):
             self.found.append(f"<{tag}>")
+        # The page's own <meta> tags (charset, viewport, colour scheme) are fine; none
+        # may refresh or redirect, and content may bring none at all.
+        if tag == "meta" and (not self.page or "http-equiv" in dict(attrs)):
+            self.found.append(f"<meta {attrs}>")
         for name, value in attrs:
             if name.startswith("on"):
                 self.found.append(f"{tag}[{name}]")
@@ -74,7 +78,7 @@ def xss_page(api: Any, cast: Any, make_endpoint: Any, record: Any) -> str:
     """A public page where every text a team writes carries the corpus; returns its slug."""
     endpoint = make_endpoint(cast.project, name=PAYLOAD[:200], failure_threshold=1)
     other = make_endpoint(cast.project, name="<b>bold</b> <script>alert(12)</script>")
-    start = timezone.now() - timedelta(minutes=5)
+    start = timezone.now() + timedelta(seconds=1)  # after it was made: the check counts
     record(endpoint, [(start, False, 0.0, PAYLOAD[:400])])
     owner = api.as_user(cast.owner)
     body = {
