@@ -10,6 +10,7 @@ from accounts.models import User
 from alerts.api.serializers import StrictBooleanField
 from healthmon.api.serializers import AllErrorsMixin
 from healthmon.errors import InvalidInput
+from monitoring.api.serializers import BadgeUrlsSerializer, badge_urls
 from statuspages import validation
 from statuspages.feeds import page_url
 from statuspages.models import (
@@ -93,6 +94,10 @@ class StatusPageSerializer(AllErrorsMixin, serializers.ModelSerializer[StatusPag
     show_response_times = StrictBooleanField(required=False)
     sections = SectionsField(required=False)
     url = serializers.SerializerMethodField(help_text="The public URL of the page.")
+    badges = serializers.SerializerMethodField(
+        help_text="The page's badges (served while the page is public; response time while "
+        "it shows response times)."
+    )
 
     class Meta:
         model = StatusPage
@@ -109,6 +114,7 @@ class StatusPageSerializer(AllErrorsMixin, serializers.ModelSerializer[StatusPag
             "uptime_days",
             "show_response_times",
             "url",
+            "badges",
             "created_at",
         ]
         read_only_fields = ["id", "created_at"]
@@ -118,6 +124,11 @@ class StatusPageSerializer(AllErrorsMixin, serializers.ModelSerializer[StatusPag
     def get_url(self, page: StatusPage) -> str:
         """The custom domain's root, else `<WEB_BASE_URL>/status/<slug>`."""
         return page_url(page)
+
+    @extend_schema_field(BadgeUrlsSerializer)
+    def get_badges(self, page: StatusPage) -> dict[str, str]:
+        """The page's badge URLs (its random `badge_key`, nothing else)."""
+        return badge_urls(page.badge_key)
 
     def get_fields(self) -> dict[str, Any]:
         """No model-derived unique validators on slug or domain: the validation checks them."""

@@ -26,6 +26,7 @@ FIELDS = {
     "uptime_days",
     "show_response_times",
     "url",
+    "badges",
     "created_at",
 }
 PASSWORD = "partners-only-42"
@@ -65,6 +66,8 @@ def test_create_a_page_with_sections(api, cast, site, api_server):
     assert data["custom_domain"] is None
     assert data["url"] == "https://healthmon.test/status/acme"
     page = StatusPage.objects.get()
+    badge = f"https://healthmon.test/badge/{page.badge_key}/status.svg"
+    assert data["badges"]["status_svg"] == badge
     assert page.organization == cast.org
     assert [c.endpoint for c in Component.objects.order_by("position")] == [api_server, site]
     assert AuditEvent.objects.filter(action="status_page.created").count() == 1
