@@ -5,15 +5,17 @@ Each view is a plain `(request, slug)` function, so that a custom-domain request
 answered by calling it with the slug of the domain's page (`statuspages.domain_urls`).
 """
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse
 from django.template.loader import render_to_string
 from django.utils import timezone
+from django.utils.safestring import SafeString
 from django.views.decorators.http import require_safe
 
 from analytics.charts.sparklines import sparkline
+from analytics.rows import SeriesPoint
 from statuspages import feeds, gates
 from statuspages.bars import day_bars_svg
 from statuspages.cache import Rendered, cached_response
@@ -29,6 +31,14 @@ _LINKS = {
 }
 
 
+def _spark(points: list[SeriesPoint] | None, start: datetime, end: datetime) -> SafeString | None:
+    """A component's response-time sparkline; none when the page hides response times or
+    nothing was measured in the window (an empty chart under its caption reads as broken)."""
+    if not points or all(point["avg_ms"] is None for point in points):
+        return None
+    return sparkline(points, width=160, height=28, start=start, end=end)
+
+
 def _sections(view: PageView) -> list[dict[str, Any]]:
     """Sections with each component's day bars and sparkline drawn (SVG)."""
     end, start = view.now, view.now - timedelta(hours=SPARKLINE_HOURS)
@@ -40,9 +50,7 @@ def _sections(view: PageView) -> list[dict[str, Any]]:
                 {
                     "row": row,
                     "bars": day_bars_svg(row, days),
-                    "spark": None
-                    if row.sparkline is None
-                    else sparkline(row.sparkline, width=160, height=28, start=start, end=end),
+                    "spark": _spark(row.sparkline, start, end),
                 }
                 for row in section.components
             ],

@@ -199,6 +199,15 @@ def test_the_sparkline_shows_only_when_the_page_asks(cast, make_endpoint, record
     assert 'class="sparkline"' in page_text(client)
 
 
+def test_no_sparkline_nor_its_caption_without_a_response_time(cast, make_endpoint, record, client):
+    measured, quiet = make_endpoint(cast.project, name="API"), make_endpoint(cast.project)
+    record(measured, [(timezone.now() - timedelta(minutes=5), True, 42.0)])
+    make_page(cast.org, {"Core": [measured, quiet]}, show_response_times=True)
+    text = page_text(client)
+    assert text.count('class="sparkline"') == 1
+    assert text.count("Response time, last 24 h") == 1
+
+
 def test_the_page_is_standalone_and_csp_clean(cast, make_endpoint, client):
     make_page(cast.org, {"Core": [make_endpoint(cast.project)]})
     text = page_text(client)
