@@ -18,7 +18,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from accounts.audit import client_ip
 from healthmon.pages import PageForm
-from statuspages.gates import public_page
+from statuspages.gates import page_path, public_page
 from statuspages.models import StatusPage, Visibility
 from statuspages.services.subscribers import (
     subscribe_address_wait,
@@ -43,9 +43,14 @@ def _page(request: HttpRequest, slug: str) -> StatusPage:
 def _show(
     request: HttpRequest, name: str, page: StatusPage | None, status: int = 200, **extra: Any
 ) -> HttpResponse:
-    return render(
-        request, f"statuspages/subscribe_{name}.html", {"page": page, **extra}, status=status
-    )
+    links = {}
+    if page is not None:  # as this reader reached it: at the root on its custom domain
+        links = {
+            "page_home": page_path(request, page),
+            "subscribe_path": page_path(request, page, "subscribe"),
+        }
+    context = {"page": page, "here": request.path, **links, **extra}
+    return render(request, f"statuspages/subscribe_{name}.html", context, status=status)
 
 
 def _unknown_link(request: HttpRequest) -> HttpResponse:

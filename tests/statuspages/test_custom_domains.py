@@ -1,7 +1,6 @@
 """Custom domains: a registered page's domain serves that page's public routes at its root and
 nothing else of the app; every other unknown Host is still refused."""
 
-import importlib.util
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -11,7 +10,7 @@ from django.contrib.auth.hashers import make_password
 from django.test import Client
 
 from statuspages.middleware import domain_cache_forget
-from statuspages.models import StatusPage, Visibility
+from statuspages.models import StatusPage, Subscriber, Visibility
 from tests.conftest import Cast
 from tests.statuspages import fake_public
 
@@ -192,10 +191,6 @@ def test_tls_ask_endpoint_answers_only_for_registered_domains(
     assert client.post("/status-domains/check", {"domain": DOMAIN}).status_code == 405
 
 
-@pytest.mark.skipif(
-    importlib.util.find_spec("statuspages.views.public") is None,
-    reason="statuspages.views.public is not merged yet",
-)
 def test_real_public_views_serve_the_domain(make_page: Callable[..., StatusPage]) -> None:
     make_page("acme", custom_domain=DOMAIN)
     page = on(DOMAIN).get("/")
@@ -207,6 +202,29 @@ def test_real_public_views_serve_the_domain(make_page: Callable[..., StatusPage]
     assert summary.json()["page"]["name"] == "acme status"
     for feed in ("/history.atom", "/history.rss"):
         assert on(DOMAIN).get(feed).status_code == 200
+
+
+def test_subscribing_on_the_domain_stays_on_the_domain(
+    make_page: Callable[..., StatusPage], outbox: list[Any]
+) -> None:
+    make_page("acme", custom_domain=DOMAIN)
+    reader = on(DOMAIN)
+
+    refused = reader.post("/subscribe", {"email": "not an address"})
+    sent = reader.post("/subscribe", {"email": "reader@example.net"})
+    token = Subscriber.objects.get().token
+    confirm = reader.get(f"/confirm/{token}")
+    unsubscribe = reader.get(f"/unsubscribe/{token}")
+
+    assert (refused.status_code, sent.status_code) == (400, 200)
+    assert (confirm.status_code, unsubscribe.status_code) == (200, 200)
+    for answer in (refused, sent, confirm, unsubscribe):
+        html = answer.content.decode()
+        assert "/status/acme" not in html  # every link and form stays on the domain
+        assert "/login" not in html  # and none of the app's navigation
+    assert 'action="/subscribe"' in refused.content.decode()
+    assert reader.post(f"/confirm/{token}").status_code == 200
+    assert Subscriber.objects.get().confirmed_at is not None
 
 
 def test_tls_ask_endpoint_answers_plain_http(
