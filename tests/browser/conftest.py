@@ -45,7 +45,9 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-ARTIFACTS = Path(__file__).parents[1] / "artifacts"
+# Where `shot` saves screenshots: SCREENSHOT_DIR when set (CI sets it and keeps the folder
+# as an artifact), else tests/artifacts/.
+ARTIFACTS = Path(os.environ.get("SCREENSHOT_DIR") or Path(__file__).parents[1] / "artifacts")
 
 
 # --- Browser --------------------------------------------------------------------------------
@@ -145,8 +147,8 @@ def sign_in(page: Page, email: str, password: str = PASSWORD) -> None:
 
 
 def shot(page: Page, name: str) -> None:
-    """Save a full-page screenshot to tests/artifacts/<name>.png for review."""
-    ARTIFACTS.mkdir(exist_ok=True)
+    """Save a full-page screenshot to <ARTIFACTS>/<name>.png for review."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=ARTIFACTS / f"{name}.png", full_page=True)
 
 
