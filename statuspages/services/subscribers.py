@@ -34,9 +34,9 @@ from django.urls import reverse
 from django.utils import timezone
 
 from accounts.models import normalize_email
+from alerts.models import MaintenanceWindow
 from healthmon.errors import InvalidInput
 from healthmon.queue import enqueue_on_commit
-from alerts.models import MaintenanceWindow
 from monitoring.models import Incident, IncidentUpdate
 from statuspages.models import StatusPage, Subscriber, SubscriberMail, Visibility
 from statuspages.services.notices import maintenance_notice_text, maintenance_notices_fan_out
