@@ -92,7 +92,8 @@ def test_a_window_covering_a_component_is_announced_once_to_each_confirmed_subsc
     assert unsubscribe in mail.body
     assert f"Status page: {BASE}/status/acme\n" in mail.body
     html = mail.alternatives[0][0]
-    assert "<li>API</li>" in html and "Web" not in html
+    assert "<li>API</li>" in html
+    assert "Web" not in html
     assert unsubscribe in html
     assert SubscriberMail.objects.filter(maintenance=upgrade, sent_at__isnull=False).count() == 3
 
