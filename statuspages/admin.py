@@ -7,7 +7,14 @@ from django.contrib import admin
 
 from healthmon.errors import InvalidInput
 from statuspages import validation
-from statuspages.models import Component, Section, StatusPage, Subscriber, SubscriberMail
+from statuspages.models import (
+    Component,
+    MaintenanceNotice,
+    Section,
+    StatusPage,
+    Subscriber,
+    SubscriberMail,
+)
 
 
 class StatusPageAdminForm(forms.ModelForm):
@@ -88,10 +95,11 @@ class SubscriberAdmin(admin.ModelAdmin):
 
 @admin.register(SubscriberMail)
 class SubscriberMailAdmin(admin.ModelAdmin):
-    """Which update went to which subscriber: written by the fan-out, never by hand."""
+    """Which update or maintenance notice went to which subscriber: written by the
+    fan-out, never by hand."""
 
-    list_display = ["update", "subscriber", "created_at", "sent_at"]
-    list_select_related = ["subscriber", "update"]
+    list_display = ["update", "maintenance", "subscriber", "created_at", "sent_at"]
+    list_select_related = ["subscriber", "update", "maintenance"]
     ordering = ["-id"]
 
     def has_add_permission(self, request: object) -> bool:
@@ -100,4 +108,21 @@ class SubscriberMailAdmin(admin.ModelAdmin):
 
     def has_change_permission(self, request: object, obj: object = None) -> bool:
         """A record of what was sent."""
+        return False
+
+
+@admin.register(MaintenanceNotice)
+class MaintenanceNoticeAdmin(admin.ModelAdmin):
+    """Which maintenance windows were announced to subscribers: the fan-out's claims."""
+
+    list_display = ["window", "created_at"]
+    list_select_related = ["window"]
+    ordering = ["-id"]
+
+    def has_add_permission(self, request: object) -> bool:
+        """Only the fan-out writes these."""
+        return False
+
+    def has_change_permission(self, request: object, obj: object = None) -> bool:
+        """A record of what was announced."""
         return False

@@ -9,6 +9,7 @@ from django.db.models.functions import Lower
 from django.utils import timezone
 
 from accounts.models import Organization
+from alerts.models import MaintenanceWindow
 from monitoring.models import Endpoint, IncidentUpdate, new_badge_key
 
 DEFAULT_UPTIME_DAYS = 90
@@ -137,18 +138,44 @@ class Subscriber(models.Model):
         return f"subscriber of {self.page_id}"
 
 
+class MaintenanceNotice(models.Model):
+    """The claim that a maintenance window was announced to subscribers: one row per
+    window, written once by the fan-out that announces it (its insert is the claim)."""
+
+    id = models.BigAutoField(primary_key=True)
+    window = models.OneToOneField(MaintenanceWindow, on_delete=models.CASCADE, related_name="+")
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    def __str__(self) -> str:
+        return f"notice of {self.window_id}"
+
+
 class SubscriberMail(models.Model):
-    """One incident update mailed to one subscriber: the unique pair makes it once."""
+    """One incident update, or one maintenance notice, mailed to one subscriber: exactly
+    one of `update` and `maintenance` is set, and each unique pair makes it once."""
 
     id = models.BigAutoField(primary_key=True)
     subscriber = models.ForeignKey(Subscriber, on_delete=models.CASCADE, related_name="mails")
-    update = models.ForeignKey(IncidentUpdate, on_delete=models.CASCADE, related_name="+")
+    update = models.ForeignKey(
+        IncidentUpdate, on_delete=models.CASCADE, related_name="+", null=True, blank=True
+    )
+    maintenance = models.ForeignKey(
+        MaintenanceWindow, on_delete=models.CASCADE, related_name="+", null=True, blank=True
+    )
     created_at = models.DateTimeField(default=timezone.now)
     sent_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         constraints = [
             models.UniqueConstraint(fields=["subscriber", "update"], name="subscriber_mail_once"),
+            models.UniqueConstraint(
+                fields=["subscriber", "maintenance"], name="subscriber_notice_once"
+            ),
+            models.CheckConstraint(
+                condition=Q(update__isnull=False, maintenance__isnull=True)
+                | Q(update__isnull=True, maintenance__isnull=False),
+                name="subscriber_mail_one_subject",
+            ),
         ]
         indexes = [
             models.Index(
@@ -159,4 +186,4 @@ class SubscriberMail(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.update_id} to {self.subscriber_id}"
+        return f"{self.update_id or self.maintenance_id} to {self.subscriber_id}"

@@ -44,7 +44,14 @@ from monitoring.validation import validate_config
 from pipeline.checks import checks_record
 from pipeline.heartbeats import PingIn, ping_record
 from statuspages.admin import StatusPageAdmin
-from statuspages.models import Component, Section, StatusPage, Subscriber, SubscriberMail
+from statuspages.models import (
+    Component,
+    MaintenanceNotice,
+    Section,
+    StatusPage,
+    Subscriber,
+    SubscriberMail,
+)
 from statuspages.services import status_page_create
 from statuspages.validation import PageInput, SectionIn
 from tests.helpers import PASSWORD, accept_invite, admin_url, mailed_token
@@ -178,8 +185,9 @@ PAGE_PASSWORD = "page-s3cret-pw"
 
 
 def add_status_page(org: Organization, site: Endpoint, n: int) -> None:
-    """A password status page showing the site, a confirmed subscriber mailed an update,
-    and an internal note on the site's incident."""
+    """A password status page showing the site, a confirmed subscriber mailed an update
+    and the notice of the organization's maintenance window, and an internal note on the
+    site's incident."""
     page = status_page_create(
         organization=org,
         data=PageInput(
@@ -203,6 +211,9 @@ def add_status_page(org: Organization, site: Endpoint, n: int) -> None:
         incident=incident, state="identified", message="A *fix* is rolling out."
     )
     SubscriberMail.objects.create(subscriber=subscriber, update=update, sent_at=timezone.now())
+    window = MaintenanceWindow.objects.get(organization=org)
+    MaintenanceNotice.objects.create(window=window)
+    SubscriberMail.objects.create(subscriber=subscriber, maintenance=window, sent_at=timezone.now())
     IncidentNote.objects.create(incident=incident, text="internal: the db host is flaky")
 
 

@@ -1,5 +1,6 @@
 """Status page subscribers: double opt-in by mail, one-click unsubscribe, and incident
-updates mailed once to each confirmed subscriber.
+updates and maintenance notices (`statuspages.services.notices`) mailed once to each
+confirmed subscriber.
 
 Mailing runs in two steps, each safe against a second worker doing the same at once. The
 fan-out (beat, every few seconds) claims an update with a conditional UPDATE of its
@@ -33,10 +34,12 @@ from django.urls import reverse
 from django.utils import timezone
 
 from accounts.models import normalize_email
+from alerts.models import MaintenanceWindow
 from healthmon.errors import InvalidInput
 from healthmon.queue import enqueue_on_commit
 from monitoring.models import Incident, IncidentUpdate
 from statuspages.models import StatusPage, Subscriber, SubscriberMail, Visibility
+from statuspages.services.notices import maintenance_notice_text, maintenance_notices_fan_out
 
 logger = logging.getLogger(__name__)
 
@@ -221,6 +224,11 @@ def _fan_out_one(update_id: uuid.UUID, now: datetime) -> int:
         .order_by("id")
         .values_list("id", flat=True)
     )
+    return _queue_batches(ids)
+
+
+def _queue_batches(ids: list[int]) -> int:
+    """Queue send tasks for mail ids (once the current transaction commits); the count."""
     size = subscriber_batch_size()
     for start in range(0, len(ids), size):
         enqueue_on_commit(SEND_MAILS_TASK, ids[start : start + size])
@@ -228,10 +236,12 @@ def _fan_out_one(update_id: uuid.UUID, now: datetime) -> int:
 
 
 def subscriber_mails_fan_out(*, now: datetime | None = None) -> int:
-    """Turn the public incident updates that ask for it into one mail per confirmed
-    subscriber, queued in batches; returns the batches queued. Safe to run concurrently."""
+    """Turn the public incident updates that ask for it, and the maintenance windows not
+    announced yet, into one mail per confirmed subscriber, queued in batches; returns the
+    batches queued. Safe to run concurrently."""
     now = now or timezone.now()
-    return sum(_fan_out_one(update_id, now) for update_id in _due_updates())
+    batches = sum(_fan_out_one(update_id, now) for update_id in _due_updates())
+    return batches + sum(_queue_batches(ids) for ids in maintenance_notices_fan_out(now=now))
 
 
 # --- Sending -------------------------------------------------------------------------------
@@ -285,19 +295,40 @@ def _incident_title(incident: Incident) -> str:
     return f"{incident.endpoint.name} is down" if incident.endpoint else "Incident"
 
 
-def _update_message(mail: SubscriberMail) -> EmailMultiAlternatives:
-    """The mail of one update to one subscriber, with RFC 8058 one-click unsubscribe."""
-    update, subscriber = mail.update, mail.subscriber
-    links = subscriber_links(subscriber)
-    context = {
-        "page_name": subscriber.page.name,
+def _update_context(update: IncidentUpdate) -> tuple[str, dict[str, object]]:
+    """The template and context of an incident update mail."""
+    return "status_update", {
         "incident_title": _incident_title(update.incident),
         "state": update.get_state_display(),
         "message": update.message,
         "message_html": update.message_html,
-        **links,
     }
-    subject, text, html = _render("status_update", context)
+
+
+def _notice_context(
+    window: MaintenanceWindow, page: StatusPage
+) -> tuple[str, dict[str, object]] | None:
+    """The template and context of a maintenance notice; None when there is nothing to
+    tell any more (see `maintenance_notice_text`)."""
+    notice = maintenance_notice_text(window=window, page=page, now=timezone.now())
+    return None if notice is None else ("status_maintenance", {"notice": notice})
+
+
+def _message(mail: SubscriberMail) -> EmailMultiAlternatives | None:
+    """The mail of one update or notice to one subscriber, with RFC 8058 one-click
+    unsubscribe; None for a notice with nothing left to tell."""
+    subscriber = mail.subscriber
+    found = None
+    if mail.maintenance is not None:
+        found = _notice_context(mail.maintenance, subscriber.page)
+    elif mail.update is not None:
+        found = _update_context(mail.update)
+    if found is None:
+        return None
+    template, extra = found
+    links = subscriber_links(subscriber)
+    context = {"page_name": subscriber.page.name, **extra, **links}
+    subject, text, html = _render(template, context)
     headers = {
         "List-Unsubscribe": f"<{links['unsubscribe_url']}>",
         "List-Unsubscribe-Post": "List-Unsubscribe=One-Click",
@@ -320,12 +351,13 @@ def _claim(mail_id: int) -> bool:
 
 
 def subscriber_mails_send(*, mail_ids: list[int]) -> SendOutcome:
-    """Send the given update mails not sent yet, each claimed first so no two workers send
-    one; a failed send is unclaimed and reported for retry. A refused recipient is not
-    retried (it would be refused again)."""
+    """Send the given update and notice mails not sent yet, each claimed first so no two
+    workers send one; a failed send is unclaimed and reported for retry. A refused
+    recipient is not retried (it would be refused again), nor is a notice with nothing
+    left to tell (it stays claimed, unsent)."""
     mails = (
         SubscriberMail.objects.filter(pk__in=mail_ids, sent_at__isnull=True)
-        .select_related("subscriber__page", "update__incident__endpoint")
+        .select_related("subscriber__page", "update__incident__endpoint", "maintenance")
         .order_by("id")
     )
     sent, failed = 0, []
@@ -335,7 +367,10 @@ def subscriber_mails_send(*, mail_ids: list[int]) -> SendOutcome:
             if not _claim(mail.pk):
                 continue
             try:
-                connection.send_messages([_update_message(mail)])
+                message = _message(mail)
+                if message is None:
+                    continue
+                connection.send_messages([message])
                 sent += 1
             except smtplib.SMTPRecipientsRefused:
                 logger.warning("subscriber mail refused", extra={"mail_id": mail.pk})
