@@ -5,6 +5,17 @@ import django.utils.timezone
 from django.db import migrations, models
 
 
+def announced_already(apps, schema_editor):
+    """Windows that exist before notices do were never promised to anyone: mark them as
+    announced, so an upgrade mails only the windows planned after it."""
+    windows = apps.get_model("alerts", "MaintenanceWindow")
+    notices = apps.get_model("statuspages", "MaintenanceNotice")
+    notices.objects.bulk_create(
+        [notices(window_id=pk) for pk in windows.objects.values_list("pk", flat=True)],
+        batch_size=1000,
+    )
+
+
 class Migration(migrations.Migration):
 
     dependencies = [
@@ -44,4 +55,5 @@ class Migration(migrations.Migration):
             name='window',
             field=models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='alerts.maintenancewindow'),
         ),
+        migrations.RunPython(announced_already, migrations.RunPython.noop),
     ]
