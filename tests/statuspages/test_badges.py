@@ -625,7 +625,9 @@ def test_no_badge_reveals_name_target_host_or_error_text(client, cast, checked, 
                 for fmt in ("svg", "json"):
                     response = client.get(f"/badge/{key}/{kind}.{fmt}", {"period": "24h"})
                     assert response.status_code == 200
-                    text = response.content.decode() + str(response.headers)
+                    # The ETag is a hash of the body: hex digits that may spell a port.
+                    headers = {k: v for k, v in response.headers.items() if k != "ETag"}
+                    text = response.content.decode() + str(headers)
                     for secret in secrets:
                         assert secret.lower() not in text.lower(), (key, kind, fmt, secret)
 

@@ -165,7 +165,9 @@ def test_no_public_route_shows_a_target_secret_error_note_or_email(world, cast):
 
     for what, response in answers:
         assert response.status_code < 500, what
-        text = response.content.decode() + "".join(f"{k}: {v}\n" for k, v in response.items())
+        # Every header but the ETag, a hash of the body whose hex digits may spell a port.
+        headers = "".join(f"{k}: {v}\n" for k, v in response.items() if k != "ETag")
+        text = response.content.decode() + headers
         found = [secret for secret in forbidden if secret.lower() in text.lower()]
         if what == "subscribe":  # the answer may say back the address its reader typed
             found = [secret for secret in found if secret != SUBSCRIBER]
