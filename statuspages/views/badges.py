@@ -15,6 +15,7 @@ them `MAX_AGE` seconds and then revalidate with the ETag.
 import json
 import logging
 import re
+import time
 import unicodedata
 from dataclasses import replace
 
@@ -84,14 +85,17 @@ def _figure(badge_key: str, kind: str, period: str) -> Badge | None:
     except Exception:  # the cache is down: a badge still answers, from the database
         logger.warning("badge cache read failed", exc_info=True)
         return _compute(badge_key, kind, period)
-    if cached is not None:
-        return Badge(*cached)
+    # The entry says when it was computed: its age is judged by our clock, not only by the
+    # store's expiry (Redis keeps time of its own).
+    if cached is not None and 0 <= time.time() - cached[3] < CACHE_SECONDS:
+        return Badge(*cached[:3])
     found = _compute(badge_key, kind, period)
     # Not found is not cached: a page made public shows at once, and unknown keys
     # cannot fill the cache.
     if found is not None:
         try:
-            cache.set(cache_key, (found.label, found.message, found.color), CACHE_SECONDS)
+            entry = (found.label, found.message, found.color, time.time())
+            cache.set(cache_key, entry, CACHE_SECONDS)
         except Exception:
             logger.warning("badge cache write failed", exc_info=True)
     return found
