@@ -230,7 +230,9 @@ def _sla_world() -> tuple[Any, Any, list[Any], str]:
     Endpoint.objects.bulk_create(endpoints)
     Incident.objects.bulk_create(
         Incident(
+            organization=org,
             endpoint=endpoint,
+            state="resolved",
             started_at=now - timedelta(days=6 * k + 1, minutes=7 * i),
             resolved_at=now - timedelta(days=6 * k + 1, minutes=7 * i - 10),
             cause="unexpected status 503",

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 import psycopg
+from _support import INCIDENT_COLUMNS, incident_values
 
 SLOTS_PER_DAY = 2880
 SLOT_MS = 30_000
@@ -355,10 +356,14 @@ def synthesize_days(
         in_parallel(url, [day(d) for d in range(EARLIER_DAYS, 0, -1)])
     progress.say("hourly rollups: indexes rebuilt")
     conn.execute(
-        f"INSERT INTO monitoring_incident (id, endpoint_id, started_at, resolved_at, cause) "
-        f"SELECT gen_random_uuid(), e.id, {_checked_at('b.k_start')} - d * interval '1 day', "
-        f"{_checked_at('b.k_end')} - d * interval '1 day', b.cause "
-        f"FROM bench_raw_incident b JOIN bench_endpoint e USING (i) "
+        f"INSERT INTO monitoring_incident ({INCIDENT_COLUMNS}) SELECT "
+        + incident_values(
+            "e.id",
+            f"{_checked_at('b.k_start')} - d * interval '1 day'",
+            f"{_checked_at('b.k_end')} - d * interval '1 day'",
+            "b.cause",
+        )
+        + " FROM bench_raw_incident b JOIN bench_endpoint e USING (i) "
         f"CROSS JOIN generate_series(0, {EARLIER_DAYS}) AS d "
         f"WHERE d = 0 OR (d + e.i) %% 7 = 0 ORDER BY 3",
         {"start": start},

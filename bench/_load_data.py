@@ -29,6 +29,7 @@ from datetime import datetime, timedelta
 
 import psycopg
 from _analytics_data import Progress, connect, in_parallel, indexes_dropped, stored_checks_sql
+from _support import INCIDENT_COLUMNS, incident_values
 
 INTERVAL_MS = 60_000
 SLOTS_PER_DAY = 1440
@@ -251,19 +252,23 @@ def write_tenants(
             f"FROM analytics_rollup_1h GROUP BY 1, 2 ORDER BY 2, 1"
         )
         conn.execute(
-            f"INSERT INTO monitoring_incident (id, endpoint_id, started_at, resolved_at, cause) "
-            f"SELECT gen_random_uuid(), e.id, {_checked_at('b.k_start')} - d * interval '1 day', "
-            f"{_checked_at('b.k_end')} - d * interval '1 day', b.cause "
-            f"FROM bench_raw_incident b JOIN bench_endpoint e USING (i) "
+            f"INSERT INTO monitoring_incident ({INCIDENT_COLUMNS}) SELECT "
+            + incident_values(
+                "e.id",
+                f"{_checked_at('b.k_start')} - d * interval '1 day'",
+                f"{_checked_at('b.k_end')} - d * interval '1 day'",
+                "b.cause",
+            )
+            + " FROM bench_raw_incident b JOIN bench_endpoint e USING (i) "
             f"CROSS JOIN generate_series(0, {EARLIER_DAYS}) AS d "
             f"WHERE d = 0 OR ((d + e.i) %% 7 = 0 AND e.open_k IS NULL) ORDER BY 3",
             {"start": start},
         )
         conn.execute(
-            f"INSERT INTO monitoring_incident (id, endpoint_id, started_at, resolved_at, cause) "
-            f"SELECT gen_random_uuid(), e.id, {_checked_at('e.open_k')}, NULL, "
-            f"'connection refused' FROM bench_endpoint e "
-            f"WHERE e.cohort = 0 AND e.open_k IS NOT NULL",
+            f"INSERT INTO monitoring_incident ({INCIDENT_COLUMNS}) SELECT "
+            + incident_values("e.id", _checked_at("e.open_k"), "NULL", "'connection refused'")
+            + " FROM bench_endpoint e "
+            "WHERE e.cohort = 0 AND e.open_k IS NOT NULL",
             {"start": start},
         )
         conn.execute(
@@ -351,9 +356,9 @@ def write_big(
             conn.execute("DROP TABLE bench_template")
             progress.say(f"big: {table} copied ({time.perf_counter() - began:.0f} s)")
         conn.execute(
-            "INSERT INTO monitoring_incident (id, endpoint_id, started_at, resolved_at, cause) "
-            "SELECT gen_random_uuid(), e.id, n.started_at, n.resolved_at, n.cause "
-            "FROM monitoring_incident n JOIN bench_endpoint t ON t.id = n.endpoint_id "
+            f"INSERT INTO monitoring_incident ({INCIDENT_COLUMNS}) SELECT "
+            + incident_values("e.id", "n.started_at", "n.resolved_at", "n.cause")
+            + " FROM monitoring_incident n JOIN bench_endpoint t ON t.id = n.endpoint_id "
             "JOIN bench_endpoint e ON e.tmpl = t.i AND e.cohort = 1 WHERE t.cohort = 0 "
             "ORDER BY n.started_at"
         )

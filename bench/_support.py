@@ -393,3 +393,25 @@ def up_endpoint(
         created_at=created,
         updated_at=created,
     )
+
+
+# The columns of an automatic incident written by SQL (the bench worlds write millions of
+# rows without the ORM), and the values of one, its organization read through its endpoint.
+INCIDENT_COLUMNS = (
+    "id, organization_id, endpoint_id, kind, title, impact, state, public, updated_at, "
+    "started_at, resolved_at, cause"
+)
+
+
+def incident_values(endpoint: str, started: str, resolved: str, cause: str) -> str:
+    """SELECT expressions for INCIDENT_COLUMNS, from SQL expressions of an incident's
+    endpoint id, start, end (NULL: open) and cause."""
+    organization = (
+        "(SELECT p.organization_id FROM monitoring_endpoint m "
+        f"JOIN accounts_project p ON p.id = m.project_id WHERE m.id = {endpoint})"
+    )
+    state = f"CASE WHEN ({resolved}) IS NULL THEN 'investigating' ELSE 'resolved' END"
+    return (
+        f"gen_random_uuid(), {organization}, {endpoint}, 'automatic', '', 'major_outage', "
+        f"{state}, true, now(), {started}, {resolved}, {cause}"
+    )
