@@ -163,6 +163,9 @@ class SubscriberMail(models.Model):
         MaintenanceWindow, on_delete=models.CASCADE, related_name="+", null=True, blank=True
     )
     created_at = models.DateTimeField(default=timezone.now)
+    # When a send task for it was last queued: a mail still unsent long after is queued
+    # again (a batch lost before the broker, or given up after its retries).
+    queued_at = models.DateTimeField(null=True, blank=True)
     sent_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:

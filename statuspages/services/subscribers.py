@@ -19,7 +19,7 @@ import time
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.core.cache import cache
@@ -49,6 +49,12 @@ SEND_MAILS_TASK = "statuspages.tasks.send_subscriber_mails"
 
 # Updates one fan-out run claims; the next run, seconds later, takes the rest.
 FANOUT_UPDATES_PER_RUN = 20
+# A mail queued this long ago and still unsent is queued again, for a day at most: so a
+# batch lost on its way to the broker is sent late rather than never, and a mail that keeps
+# failing is tried again every half hour, not every beat.
+REQUEUE_AFTER = timedelta(minutes=30)
+REQUEUE_WITHIN = timedelta(days=1)
+REQUEUE_PER_RUN = 1000
 MAX_EMAIL_LENGTH = 254
 # Subscribe requests one client address may make per window (a fixed window per address).
 SUBSCRIBE_IP_LIMIT = 10
@@ -232,11 +238,13 @@ def _fan_out_one(update_id: uuid.UUID, now: datetime) -> int:
         .order_by("id")
         .values_list("id", flat=True)
     )
-    return _queue_batches(ids)
+    return _queue_batches(ids, now)
 
 
-def _queue_batches(ids: list[int]) -> int:
+def _queue_batches(ids: list[int], now: datetime) -> int:
     """Queue send tasks for mail ids (once the current transaction commits); the count."""
+    if ids:
+        SubscriberMail.objects.filter(pk__in=ids).update(queued_at=now)
     size = subscriber_batch_size()
     for start in range(0, len(ids), size):
         enqueue_on_commit(SEND_MAILS_TASK, ids[start : start + size])
@@ -249,7 +257,28 @@ def subscriber_mails_fan_out(*, now: datetime | None = None) -> int:
     batches queued. Safe to run concurrently."""
     now = now or timezone.now()
     batches = sum(_fan_out_one(update_id, now) for update_id in _due_updates())
-    return batches + sum(_queue_batches(ids) for ids in maintenance_notices_fan_out(now=now))
+    batches += sum(_queue_batches(ids, now) for ids in maintenance_notices_fan_out(now=now))
+    return batches + _unsent_requeue(now)
+
+
+@transaction.atomic
+def _unsent_requeue(now: datetime) -> int:
+    """Queue again the mails queued over REQUEUE_AFTER ago and still unsent (made within
+    REQUEUE_WITHIN); rows another run holds are skipped, so each is queued once a round."""
+    cutoff = now - REQUEUE_AFTER
+    stale = SubscriberMail.objects.filter(
+        Q(queued_at__lt=cutoff) | Q(queued_at__isnull=True, created_at__lt=cutoff),
+        sent_at__isnull=True,
+        created_at__gte=now - REQUEUE_WITHIN,
+    )
+    ids = list(
+        stale.select_for_update(skip_locked=True)
+        .order_by("id")
+        .values_list("id", flat=True)[:REQUEUE_PER_RUN]
+    )
+    if ids:
+        logger.warning("subscriber mails queued again", extra={"count": len(ids)})
+    return _queue_batches(ids, now)
 
 
 # --- Sending -------------------------------------------------------------------------------

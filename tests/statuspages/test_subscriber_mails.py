@@ -4,12 +4,14 @@ batches, with RFC 8058 one-click unsubscribe, to confirmed subscribers of public
 import re
 import smtplib
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
 import pytest
 from celery.exceptions import Retry
 from django.core.mail.backends.locmem import EmailBackend
 from django.test import Client
+from django.utils import timezone
 
 from accounts.services import organization_create
 from monitoring.models import Endpoint, IncidentUpdate
@@ -283,3 +285,37 @@ def test_an_incident_hidden_after_its_update_was_picked_is_not_mailed(cast, endp
     update.refresh_from_db()
     assert update.subscribers_notified_at is None  # mailed if it is made public later
     assert not SubscriberMail.objects.exists()
+
+
+def test_a_batch_lost_before_the_broker_is_queued_again_and_sent_once(
+    cast, endpoint, outbox, django_capture_on_commit_callbacks
+):
+    page = make_page(cast.org, "acme", endpoint)
+    confirmed(page, "reader@example.com")
+    post_update(automatic_incident(endpoint))
+    start = timezone.now()
+    with django_capture_on_commit_callbacks(execute=False):  # the broker never got it
+        assert subscriber_mails_fan_out(now=start) == 1
+    assert outbox == []
+    [mail] = SubscriberMail.objects.all()
+    assert mail.sent_at is None
+
+    for minutes, batches in [(10, 0), (31, 1), (62, 0)]:  # not yet; again; sent by then
+        with django_capture_on_commit_callbacks(execute=True):
+            assert subscriber_mails_fan_out(now=start + timedelta(minutes=minutes)) == batches
+    assert [m.to for m in outbox] == [["reader@example.com"]]
+
+
+def test_a_mail_that_keeps_failing_is_queued_again_each_half_hour_for_a_day(
+    cast, endpoint, django_capture_on_commit_callbacks
+):
+    page = make_page(cast.org, "acme", endpoint)
+    confirmed(page, "reader@example.com")
+    post_update(automatic_incident(endpoint))
+    start = timezone.now()
+    with django_capture_on_commit_callbacks(execute=False) as queued:
+        subscriber_mails_fan_out(now=start)
+        subscriber_mails_fan_out(now=start + timedelta(minutes=31))
+        subscriber_mails_fan_out(now=start + timedelta(minutes=40))  # queued 9 min ago
+        subscriber_mails_fan_out(now=start + timedelta(days=1, minutes=1))  # too old
+    assert len(queued) == 2
