@@ -34,8 +34,8 @@ from statuspages.models import StatusPage, Visibility
 
 # A state change shows within FRESH_SECONDS on the server plus MAX_AGE in browsers and
 # shared caches: 10 s at most.
-FRESH_SECONDS = 5
-MAX_AGE = 5
+FRESH_SECONDS = 8
+MAX_AGE = 2
 # How long an entry stays to be served stale (a render always replaces it sooner).
 KEEP_SECONDS = 600
 # How long a render may hold the lock before another request may take it over.
