@@ -175,7 +175,13 @@ class StatusPageForm(forms.Form):
         raw = [
             {
                 "name": row.name,
-                "endpoints": [str(e.pk) for _, _, e in sorted(chosen.get(row.number, []))],
+                "endpoints": [
+                    str(e.pk)
+                    # by position, then name; the id breaks ties (endpoints share names)
+                    for _, _, e in sorted(
+                        chosen.get(row.number, []), key=lambda t: (t[0], t[1], str(t[2].pk))
+                    )
+                ],
             }
             for row in used
         ]

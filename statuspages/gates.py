@@ -34,8 +34,9 @@ from django.contrib.auth.hashers import check_password
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.utils.crypto import constant_time_compare, salted_hmac
 
+from monitoring.models import visible_project_ids
 from statuspages.cache import page_by_slug
-from statuspages.models import StatusPage, Visibility
+from statuspages.models import Component, StatusPage, Visibility
 
 # request.session key: {page id: fingerprint of the password hash the unlock was made with}.
 UNLOCKED_SESSION_KEY = "statuspages.unlocked"
@@ -110,11 +111,18 @@ def _fingerprint(page: StatusPage) -> str:
 
 
 def _is_member(request: HttpRequest, page: StatusPage | None) -> bool:
-    """A signed-in (session) user of the page's organization, any role."""
+    """A signed-in (session) user of the page's organization who may see every endpoint it
+    shows: owners and admins all, a member only the projects granted (a page showing
+    another project's endpoints is, to that member, a page that does not exist)."""
     user = getattr(request, "user", None)
     if user is None or not user.is_authenticated or not user.is_active:
         return False
-    return page is not None and getattr(user, "organization_id", None) == page.organization_id
+    if page is None or getattr(user, "organization_id", None) != page.organization_id:
+        return False
+    if user.is_manager:
+        return True
+    shown = Component.objects.filter(page=page).values_list("endpoint__project_id", flat=True)
+    return set(shown) <= set(visible_project_ids(user))
 
 
 def domain_slug(request: HttpRequest) -> str | None:
@@ -130,9 +138,12 @@ def page_path(request: HttpRequest, page: StatusPage, suffix: str = "") -> str:
     return f"/status/{page.slug}" + (f"/{suffix}" if suffix else "")
 
 
-def unlock_redirect(request: HttpRequest, page: StatusPage) -> HttpResponse:
-    """302 to the page's unlock form, coming back to this request's path afterwards."""
-    query = urlencode({"next": request.get_full_path()})
+def unlock_redirect(
+    request: HttpRequest, page: StatusPage, back_to: str | None = None
+) -> HttpResponse:
+    """302 to the page's unlock form, coming back to `back_to` (default: this request's
+    path) afterwards."""
+    query = urlencode({"next": back_to or request.get_full_path()})
     return HttpResponseRedirect(f"{page_path(request, page, 'unlock')}?{query}")
 
 

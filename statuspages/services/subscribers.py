@@ -351,14 +351,22 @@ def _notice_context(
     return None if notice is None else ("status_maintenance", {"notice": notice})
 
 
+def _still_tellable(update: IncidentUpdate, page: StatusPage) -> bool:
+    """Whether an update mailed later is still for this page's readers: its incident public
+    and the page not private (either may have changed since the fan-out)."""
+    return update.incident.public and page.visibility != Visibility.PRIVATE
+
+
 def _message(mail: SubscriberMail) -> EmailMultiAlternatives | None:
     """The mail of one update or notice to one subscriber, with RFC 8058 one-click
-    unsubscribe; None for a notice with nothing left to tell."""
+    unsubscribe; None when there is nothing left to tell (a notice of a window that no
+    longer concerns the page, an update of an incident hidden or a page made private since
+    the fan-out)."""
     subscriber = mail.subscriber
     found = None
     if mail.maintenance is not None:
         found = _notice_context(mail.maintenance, subscriber.page)
-    elif mail.update is not None:
+    elif mail.update is not None and _still_tellable(mail.update, subscriber.page):
         found = _update_context(mail.update)
     if found is None:
         return None

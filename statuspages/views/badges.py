@@ -30,8 +30,9 @@ from statuspages import badge_figures as figures
 from statuspages.badges import Badge
 
 logger = logging.getLogger(__name__)
-CACHE_SECONDS = 10  # how stale a badge may be after a state change
-MAX_AGE = 60  # shields.io, GitHub's image proxy and browsers keep a badge this long
+# A state change shows on a badge within CACHE_SECONDS + MAX_AGE = 10 s, as on the page.
+CACHE_SECONDS = 5  # how stale a computed badge may be here
+MAX_AGE = 5  # shields.io, GitHub's image proxy and browsers keep a badge this long
 MAX_LABEL_LENGTH = 40
 SVG_CONTENT_TYPE = "image/svg+xml"
 # What `statuspages.models`'s keys look like (`token_urlsafe(16)`), loosely: anything else

@@ -18,7 +18,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from accounts.audit import client_ip
 from healthmon.pages import PageForm
-from statuspages.gates import page_path, public_page
+from statuspages.gates import PasswordRequired, page_path, public_page, unlock_redirect
 from statuspages.models import StatusPage, Visibility
 from statuspages.services.subscribers import (
     subscribe_address_wait,
@@ -70,8 +70,13 @@ def _throttled(request: HttpRequest, page: StatusPage, form: PageForm, wait: int
 @require_POST
 def subscribe(request: HttpRequest, slug: str) -> HttpResponse:
     """Ask for a page's incident updates by mail: the same "check your inbox" answer
-    whether the address is new, waiting or confirmed already."""
-    page = _page(request, slug)
+    whether the address is new, waiting or confirmed already. A password page not unlocked
+    in this browser session (it ended while the page was open) sends the reader to its
+    form, and back to the page."""
+    try:
+        page = _page(request, slug)
+    except PasswordRequired as locked:
+        return unlock_redirect(request, locked.page, back_to=page_path(request, locked.page))
     form = PageForm(request.POST)
     wait = subscribe_ip_wait(ip=client_ip(request) or "unknown")
     if wait is not None:

@@ -1,6 +1,7 @@
 """The password form of a password-protected status page: one correct password unlocks the
 page for this browser session; guesses are throttled per client address and per page."""
 
+import ipaddress
 import logging
 import time
 
@@ -46,6 +47,15 @@ def unlock(request: HttpRequest, slug: str) -> HttpResponse:
     return response
 
 
+def _client_network(request: HttpRequest) -> str:
+    """The client's address, or its /64 for IPv6: one host usually holds a whole /64, and
+    counting per address would give it billions of buckets."""
+    address = client_ip(request) or ""
+    if ":" in address:
+        return str(ipaddress.ip_network(f"{address}/64", strict=False))
+    return address
+
+
 def unlock_retry_after(request: HttpRequest, page: StatusPage) -> int | None:
     """Count an unlock attempt against its client address and against the page; the seconds
     to wait when either is over STATUS_PAGE_UNLOCK_ATTEMPTS_PER_IP / _PER_PAGE in the
@@ -60,7 +70,7 @@ def unlock_retry_after(request: HttpRequest, page: StatusPage) -> int | None:
     start = int(now // window) * window
     buckets = [
         (
-            f"statuspages:unlock:ip:{client_ip(request) or ''}:{start}",
+            f"statuspages:unlock:ip:{_client_network(request)}:{start}",
             settings.STATUS_PAGE_UNLOCK_ATTEMPTS_PER_IP,
         ),
         (

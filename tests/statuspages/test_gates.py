@@ -9,10 +9,10 @@ import pytest
 from django.contrib.auth.hashers import make_password
 from django.test import Client
 
-from accounts.models import User
+from accounts.models import Project, User
 from statuspages.cache import page_cache_bump
 from statuspages.gates import UNLOCKED_SESSION_KEY
-from statuspages.models import StatusPage, Visibility
+from statuspages.models import Component, Section, StatusPage, Visibility
 from tests.conftest import Cast
 
 pytestmark = pytest.mark.django_db
@@ -92,6 +92,26 @@ def test_members_of_any_role_read_a_private_page(
     assert response.status_code == 200
     assert b"secret-page status" in response.content
     assert client.get("/status/secret-page/summary.json").status_code == 200
+
+
+def test_a_member_reads_a_private_page_only_when_every_endpoint_on_it_is_theirs(
+    cast: Cast, make_page: Callable[..., StatusPage], make_endpoint: Callable[..., Any]
+) -> None:
+    payroll = Project.objects.create(organization=cast.org, name="Payroll")
+    mine = make_page("inside", Visibility.PRIVATE)
+    section = Section.objects.create(page=mine, name="Core")
+    site = make_endpoint(cast.project, name="Website")
+    Component.objects.create(page=mine, section=section, endpoint=site)
+    member, admin = signed_in(cast.member), signed_in(cast.admin)
+    assert member.get("/status/inside").status_code == 200
+
+    db = make_endpoint(payroll, name="payroll-db-primary")
+    Component.objects.create(page=mine, section=section, endpoint=db, position=1)
+    page_cache_bump(mine.pk)
+    hidden = member.get("/status/inside")
+    assert hidden.status_code == 404  # as for a page of another organization
+    assert b"payroll-db-primary" not in hidden.content
+    assert admin.get("/status/inside").status_code == 200  # managers see every project
 
 
 def test_private_page_is_hidden_from_another_org_and_anonymous(
@@ -276,6 +296,21 @@ def test_unlock_attempts_are_throttled_per_client_address(
     assert other_page.status_code == 429
     other = Client(REMOTE_ADDR="203.0.113.8")
     assert other.post("/status/pw-page/unlock", {"password": PAGE_PASSWORD}).status_code == 302
+
+
+def test_an_ipv6_client_is_counted_by_its_slash_64(
+    settings: Any, make_page: Callable[..., StatusPage]
+) -> None:
+    """One host usually holds a whole /64: new addresses in it are no fresh budget."""
+    settings.STATUS_PAGE_UNLOCK_ATTEMPTS_PER_IP = 3
+    make_page("pw-page", Visibility.PASSWORD)
+    for n in range(3):
+        client = Client(REMOTE_ADDR=f"2001:db8:1:2::{n + 1:x}")
+        assert client.post("/status/pw-page/unlock", {"password": "guess"}).status_code == 400
+    same_64 = Client(REMOTE_ADDR="2001:db8:1:2:ffff::9")
+    assert same_64.post("/status/pw-page/unlock", {"password": "guess"}).status_code == 429
+    other_64 = Client(REMOTE_ADDR="2001:db8:1:3::1")
+    assert other_64.post("/status/pw-page/unlock", {"password": "guess"}).status_code == 400
 
 
 def test_unlock_attempts_are_throttled_per_page(

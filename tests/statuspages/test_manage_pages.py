@@ -156,6 +156,16 @@ def test_positions_order_the_endpoints_of_a_section(client, cast, site, db_endpo
     assert [c.endpoint for c in Component.objects.order_by("position")] == [db_endpoint, site]
 
 
+def test_endpoints_sharing_a_name_and_a_position_are_both_kept(client, cast, make_endpoint):
+    twins = [make_endpoint(cast.project, name="API") for _ in range(2)]
+    data = form(**{"section-1-name": "All", **{f"endpoint-{e.pk}-section": "1" for e in twins}})
+
+    response = signed_in(client, cast.owner).post(NEW, data)
+
+    assert response.status_code == 302
+    assert {c.endpoint for c in Component.objects.all()} == set(twins)
+
+
 def test_a_password_page_stores_a_hash(client, cast):
     data = form(visibility="password", password="partners-only-42")
 

@@ -319,3 +319,26 @@ def test_a_mail_that_keeps_failing_is_queued_again_each_half_hour_for_a_day(
         subscriber_mails_fan_out(now=start + timedelta(minutes=40))  # queued 9 min ago
         subscriber_mails_fan_out(now=start + timedelta(days=1, minutes=1))  # too old
     assert len(queued) == 2
+
+
+def test_an_update_hidden_or_a_page_made_private_after_the_fan_out_is_not_mailed(
+    cast, endpoint, outbox, django_capture_on_commit_callbacks
+):
+    hidden_page = make_page(cast.org, "acme", endpoint)
+    closed_page = make_page(cast.org, "beta", endpoint)
+    confirmed(hidden_page, "one@example.com")
+    confirmed(closed_page, "two@example.com")
+    incident = automatic_incident(endpoint)
+    post_update(incident)
+    with django_capture_on_commit_callbacks(execute=False):  # queued, not sent yet
+        subscriber_mails_fan_out()
+    closed_page.visibility = Visibility.PRIVATE
+    closed_page.save(update_fields=["visibility"])
+    ids = list(SubscriberMail.objects.values_list("id", flat=True))
+
+    assert subscriber_mails_send(mail_ids=ids).sent == 1  # the page made private: no mail
+    incident.public = False
+    incident.save(update_fields=["public"])
+    SubscriberMail.objects.update(sent_at=None)
+    assert subscriber_mails_send(mail_ids=ids).sent == 0  # the incident hidden: none at all
+    assert [m.to for m in outbox] == [["one@example.com"]]

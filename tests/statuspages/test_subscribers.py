@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 import time_machine
+from django.contrib.auth.hashers import make_password
 from django.template.loader import render_to_string
 from django.test import Client
 
@@ -93,6 +94,19 @@ def test_a_member_may_see_a_private_page_but_not_subscribe_to_it(cast, client, m
     response = client.post("/status/inside/subscribe", {"email": "reader@example.com"})
     assert response.status_code == 404
     assert not Subscriber.objects.exists()
+
+
+def test_a_locked_password_page_sends_the_subscriber_to_its_form(cast, post, outbox):
+    """A reader whose browser session ended while the page was open: no 500, no mail."""
+    locked = make_page(cast.org, "locked", visibility=Visibility.PASSWORD)
+    StatusPage.objects.filter(pk=locked.pk).update(password_hash=make_password("pw-123456"))
+
+    response = post("/status/locked/subscribe", {"email": "reader@example.com"})
+
+    assert response.status_code == 302
+    assert response["Location"] == "/status/locked/unlock?next=%2Fstatus%2Flocked"
+    assert not Subscriber.objects.exists()
+    assert outbox == []
 
 
 def test_subscribe_takes_no_get(page, client):
