@@ -33,6 +33,7 @@ import sys
 
 from _support import BIN, ROOT, free_port, run_benchmark, throwaway_database
 from api_auth import add_load_arguments, app_env, get, run_wrk, serve
+from pings import manage_shell
 
 GOAL = 0.7
 P99_GOAL_MS = 20.0
@@ -149,17 +150,6 @@ def parse_args() -> argparse.Namespace:
     if args.smoke:
         args.duration, args.warmup, args.renders = 1, 0, 3
     return args
-
-
-def manage_shell(env: dict[str, str], code: str) -> str:
-    return subprocess.run(
-        [str(BIN / "python"), "manage.py", "shell", "-c", code],
-        cwd=ROOT,
-        env=env,
-        check=True,
-        stdout=subprocess.PIPE,
-        text=True,
-    ).stdout
 
 
 def figures(out: str) -> dict[str, str]:

@@ -5,6 +5,7 @@ Each view is a plain `(request, slug)` function, so that a custom-domain request
 answered by calling it with the slug of the domain's page (`statuspages.domain_urls`).
 """
 
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -93,40 +94,39 @@ def page(request: HttpRequest, slug: str) -> HttpResponse:
     )
 
 
+def _served(
+    request: HttpRequest,
+    slug: str,
+    fmt: str,
+    write: Callable[[PageView], bytes],
+    content_type: str,
+) -> HttpResponse:
+    """One machine-read format of a page (JSON, Atom, RSS), written from its view and served
+    from the cache."""
+    status_page = gates.public_page(request, slug)
+
+    def render() -> Rendered:
+        return Rendered(write(page_view(page=status_page, now=timezone.now())), content_type)
+
+    return cached_response(request, page=status_page, fmt=fmt, render=render)
+
+
 @gates.data_view
 @require_safe
 def summary(request: HttpRequest, slug: str) -> HttpResponse:
     """summary.json (Atlassian Statuspage's shape)."""
-    status_page = gates.public_page(request, slug)
-
-    def render() -> Rendered:
-        body = feeds.summary_json(page_view(page=status_page, now=timezone.now()))
-        return Rendered(body, "application/json")
-
-    return cached_response(request, page=status_page, fmt="json", render=render)
+    return _served(request, slug, "json", feeds.summary_json, "application/json")
 
 
 @gates.data_view
 @require_safe
 def atom(request: HttpRequest, slug: str) -> HttpResponse:
     """The incident history as Atom."""
-    status_page = gates.public_page(request, slug)
-
-    def render() -> Rendered:
-        body = feeds.atom_feed(page_view(page=status_page, now=timezone.now()))
-        return Rendered(body, "application/atom+xml; charset=utf-8")
-
-    return cached_response(request, page=status_page, fmt="atom", render=render)
+    return _served(request, slug, "atom", feeds.atom_feed, "application/atom+xml; charset=utf-8")
 
 
 @gates.data_view
 @require_safe
 def rss(request: HttpRequest, slug: str) -> HttpResponse:
     """The incident history as RSS."""
-    status_page = gates.public_page(request, slug)
-
-    def render() -> Rendered:
-        body = feeds.rss_feed(page_view(page=status_page, now=timezone.now()))
-        return Rendered(body, "application/rss+xml; charset=utf-8")
-
-    return cached_response(request, page=status_page, fmt="rss", render=render)
+    return _served(request, slug, "rss", feeds.rss_feed, "application/rss+xml; charset=utf-8")
