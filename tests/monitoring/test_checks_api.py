@@ -10,6 +10,7 @@ from monitoring.models import CheckResult, EndpointStatus, Incident
 from monitoring.probes import ProbeResult
 from pipeline.checks import checks_record
 from tests.helpers import assert_problem
+from tests.monitoring.test_incidents_api import FIELDS as INCIDENT_FIELDS
 
 T0 = datetime(2030, 1, 1, 12, 0, tzinfo=UTC)
 CHECK_FIELDS = {
@@ -20,23 +21,6 @@ CHECK_FIELDS = {
     "status_detail",
     "error",
     "error_detail",
-}
-INCIDENT_FIELDS = {
-    "id",
-    "kind",
-    "title",
-    "impact",
-    "state",
-    "public",
-    "endpoint",
-    "endpoints",
-    "started_at",
-    "resolved_at",
-    "duration_seconds",
-    "cause",
-    "updated_at",
-    "updates",
-    "notes",
 }
 
 

@@ -8,6 +8,7 @@ import pytest
 from monitoring.models import Endpoint
 from statuspages.models import StatusPage
 from statuspages.services import status_page_create
+from statuspages.tasks import fan_out_subscriber_mails
 from statuspages.validation import PageInput, SectionIn
 from tests.conftest import Cast
 
@@ -38,3 +39,14 @@ def make_status_page() -> Callable[..., StatusPage]:
         return status_page_create(organization=organization, data=data)
 
     return make
+
+
+@pytest.fixture
+def run(django_capture_on_commit_callbacks: Callable[..., Any]) -> Callable[[], int]:
+    """One beat of the fan-out, its send batches run (eager Celery) once it commits."""
+
+    def once() -> int:
+        with django_capture_on_commit_callbacks(execute=True):
+            return fan_out_subscriber_mails.delay().get()
+
+    return once

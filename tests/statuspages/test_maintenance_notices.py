@@ -16,7 +16,6 @@ from alerts.models import MaintenanceWindow
 from monitoring.models import Endpoint
 from statuspages.models import MaintenanceNotice, Subscriber, SubscriberMail, Visibility
 from statuspages.services.subscribers import subscriber_mails_fan_out, subscriber_mails_send
-from statuspages.tasks import fan_out_subscriber_mails
 from tests.concurrency import race
 from tests.statuspages.subscribing import automatic_incident, confirmed, make_page, post_update
 
@@ -33,17 +32,6 @@ def api(cast: Any, make_endpoint: Callable[..., Endpoint]) -> Endpoint:
 @pytest.fixture
 def web(cast: Any, make_endpoint: Callable[..., Endpoint]) -> Endpoint:
     return make_endpoint(cast.project, name="Web", target="https://web-host.internal/")
-
-
-@pytest.fixture
-def run(django_capture_on_commit_callbacks: Callable[..., Any]) -> Callable[[], int]:
-    """One beat of the fan-out, its send batches run (eager Celery) once it commits."""
-
-    def once() -> int:
-        with django_capture_on_commit_callbacks(execute=True):
-            return fan_out_subscriber_mails.delay().get()
-
-    return once
 
 
 def window(

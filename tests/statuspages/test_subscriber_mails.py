@@ -21,7 +21,7 @@ from statuspages.services.subscribers import (
     subscriber_mails_fan_out,
     subscriber_mails_send,
 )
-from statuspages.tasks import fan_out_subscriber_mails, send_subscriber_mails
+from statuspages.tasks import send_subscriber_mails
 from tests.concurrency import race
 from tests.statuspages.subscribing import (
     automatic_incident,
@@ -39,17 +39,6 @@ def endpoint(cast: Any, make_endpoint: Callable[..., Endpoint]) -> Endpoint:
     return make_endpoint(
         cast.project, name="API", target="https://secret-host.internal:8443/health?token=s3cr3t"
     )
-
-
-@pytest.fixture
-def run(django_capture_on_commit_callbacks: Callable[..., Any]) -> Callable[[], int]:
-    """One beat of the fan-out, its send batches run (eager Celery) once it commits."""
-
-    def once() -> int:
-        with django_capture_on_commit_callbacks(execute=True):
-            return fan_out_subscriber_mails.delay().get()
-
-    return once
 
 
 def _path(url: str) -> str:
