@@ -152,4 +152,8 @@ def test_the_readme_deployment_checks_alerts_and_survives_a_killed_worker(
 
     wait_until(traced, timeout=30)
     assert {line["event"] for line in traced()} >= {"check_failed"}
-    assert {line["task"] for line in traced()} == {"pipeline.tasks.run_checks"}
+    # The check ran under that id; the alert its failure raised may carry it on too, and
+    # nothing else does.
+    tasks = {line["task"] for line in traced()}
+    assert "pipeline.tasks.run_checks" in tasks
+    assert tasks <= {"pipeline.tasks.run_checks", "alerts.tasks.deliver"}, tasks
