@@ -24,12 +24,20 @@ class ChannelKind(models.TextChoices):
     SLACK = "slack", "Slack incoming webhook"
     TEAMS = "teams", "Microsoft Teams webhook"
     DISCORD = "discord", "Discord webhook"
+    # Any of Apprise's services (Telegram, ntfy, PagerDuty, Matrix, ...): `config.url`.
+    APPRISE = "apprise", "Apprise URL (100+ services)"
 
 
 # Addresses an email channel may list.
 MAX_ADDRESSES = 20
 URL_KINDS = frozenset(
-    {ChannelKind.WEBHOOK, ChannelKind.SLACK, ChannelKind.TEAMS, ChannelKind.DISCORD}
+    {
+        ChannelKind.WEBHOOK,
+        ChannelKind.SLACK,
+        ChannelKind.TEAMS,
+        ChannelKind.DISCORD,
+        ChannelKind.APPRISE,
+    }
 )
 
 
@@ -104,6 +112,38 @@ def load_scopes(rows: Sequence[Scoped]) -> None:
             row.scope_ids = found[row.pk]
 
 
+class NotificationEvent(models.TextChoices):
+    """What a notification tells."""
+
+    OPENED = "incident.opened", "Incident opened"
+    ACKNOWLEDGED = "incident.acknowledged", "Incident acknowledged"
+    UPDATED = "incident.updated", "Incident updated"
+    RESOLVED = "incident.resolved", "Incident resolved"
+    # An endpoint slower than its `config.degraded_above_ms`, and back under it.
+    DEGRADED = "endpoint.degraded", "Endpoint degraded"
+    RECOVERED = "endpoint.recovered", "Endpoint recovered (no longer degraded)"
+    CERTIFICATE_EXPIRING = "certificate.expiring", "Certificate expiring"
+    HEARTBEAT_LATE = "heartbeat.late", "Heartbeat late"
+    MAINTENANCE_STARTED = "maintenance.started", "Maintenance started"
+    MAINTENANCE_ENDED = "maintenance.ended", "Maintenance ended"
+    # Sent by escalation policies to their steps' channels, whatever events those choose.
+    ESCALATED = "incident.escalated", "Incident escalated (policy step or reminder)"
+    TEST = "test", "Test"
+
+
+# The events a channel may choose (all of them by default).
+CHANNEL_EVENTS = [
+    e.value
+    for e in NotificationEvent
+    if e not in (NotificationEvent.ESCALATED, NotificationEvent.TEST)
+]
+
+
+def all_channel_events() -> list[str]:
+    """A new channel's events: every one it may choose."""
+    return list(CHANNEL_EVENTS)
+
+
 class NotificationChannel(Scoped):
     """A destination for incident notifications.
 
@@ -119,6 +159,8 @@ class NotificationChannel(Scoped):
     config_masked = models.JSONField(default=dict, editable=False)
     secret = EncryptedTextField(blank=True, editable=False)
     enabled = models.BooleanField(default=True)
+    # The events it is sent (`CHANNEL_EVENTS`); escalation steps reach it whatever these are.
+    events = models.JSONField(default=all_channel_events, blank=True)
     # Deliveries that gave up in a row; at NOTIFY_FLAG_AFTER the channel is flagged as
     # failing, and its deliveries get one attempt each until one succeeds.
     consecutive_failures = models.PositiveIntegerField(default=0, editable=False)
@@ -155,6 +197,9 @@ class MaintenanceWindow(Scoped):
     recurrence = models.CharField(
         max_length=8, choices=Recurrence.choices, default=Recurrence.ONCE, blank=True
     )
+    # RFC 5545 recurrence rule ("" = once), read in `timezone` from `starts_at`'s wall time.
+    rrule = models.CharField(max_length=500, blank=True, default="")
+    timezone = models.CharField(max_length=64, default="UTC")
 
     objects = ScopedQuerySet.as_manager()
 
@@ -208,18 +253,6 @@ class DeliveryStatus(models.TextChoices):
     DELIVERED = "delivered", "Delivered"
     FAILED = "failed", "Failed (gave up)"
     SUPPRESSED = "suppressed", "Suppressed (maintenance)"
-
-
-class NotificationEvent(models.TextChoices):
-    """What a notification tells."""
-
-    OPENED = "incident.opened", "Incident opened"
-    RESOLVED = "incident.resolved", "Incident resolved"
-    # An endpoint slower than its `config.degraded_above_ms`, and back under it.
-    DEGRADED = "endpoint.degraded", "Endpoint degraded"
-    RECOVERED = "endpoint.recovered", "Endpoint recovered (no longer degraded)"
-    CERTIFICATE_EXPIRING = "certificate.expiring", "Certificate expiring"
-    TEST = "test", "Test"
 
 
 class DeliveryQuerySet(models.QuerySet["Delivery"]):
@@ -329,3 +362,83 @@ class DeliveryAttempt(models.Model):
 
     def __str__(self) -> str:
         return f"{self.delivery_id} at {self.attempted_at:%Y-%m-%d %H:%M:%S}"
+
+
+class EscalationPolicy(Scoped):
+    """Who is told, and when, while an incident stays open and unacknowledged: ordered
+    steps, each a delay from the opening and the channels it reaches, then reminders
+    re-sending the last step every `repeat_every_minutes`. Covers its projects and
+    endpoints (none: the whole organization); an incident follows the most specific
+    policy covering its endpoint."""
+
+    name = models.CharField(max_length=200)
+    repeat_every_minutes = models.PositiveIntegerField(null=True, blank=True)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    objects = ScopedQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        verbose_name_plural = "escalation policies"
+        indexes = [models.Index(fields=["organization", "created_at"], name="policy_org_idx")]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class EscalationStep(models.Model):
+    """One step of a policy: `after_minutes` from the incident's opening, to `channels`."""
+
+    id = models.BigAutoField(primary_key=True)
+    policy = models.ForeignKey(EscalationPolicy, on_delete=models.CASCADE, related_name="steps")
+    position = models.PositiveSmallIntegerField()
+    after_minutes = models.PositiveIntegerField()
+    channels = models.ManyToManyField(NotificationChannel, related_name="+")
+
+    class Meta:
+        ordering = ["policy", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["policy", "position"], name="step_position_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.policy_id} step {self.position + 1} after {self.after_minutes} min"
+
+
+class EscalationQuerySet(models.QuerySet["Escalation"]):
+    """Reusable escalation filters."""
+
+    def due(self, now: datetime) -> "EscalationQuerySet":
+        """Escalations whose next step or reminder is due."""
+        return self.filter(next_escalation_at__lte=now)
+
+
+class Escalation(models.Model):
+    """Where one incident stands in its policy: the next step to send (or, past the last,
+    the reminders sent) and when. `next_escalation_at` is the deadline column the beat
+    loop claims by (null: nothing more to send: acknowledged, resolved, or done)."""
+
+    incident = models.OneToOneField(
+        Incident, on_delete=models.CASCADE, primary_key=True, related_name="+"
+    )
+    policy = models.ForeignKey(
+        EscalationPolicy, on_delete=models.SET_NULL, null=True, related_name="+"
+    )
+    next_step = models.PositiveSmallIntegerField(default=0)
+    reminders_sent = models.PositiveIntegerField(default=0)
+    next_escalation_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    objects = EscalationQuerySet.as_manager()
+
+    class Meta:
+        indexes = [
+            models.Index(
+                fields=["next_escalation_at"],
+                name="escalation_due_idx",
+                condition=Q(next_escalation_at__isnull=False),
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"escalation of {self.incident_id} at step {self.next_step}"

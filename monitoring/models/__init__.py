@@ -23,7 +23,10 @@ from monitoring.models.endpoints import (
     visible_project_ids,
 )
 from monitoring.models.incidents import (
+    AckVia,
+    ActivityKind,
     Incident,
+    IncidentActivity,
     IncidentImpact,
     IncidentKind,
     IncidentNote,
@@ -38,6 +41,8 @@ __all__ = [
     "MAX_THRESHOLD",
     "MAX_TIMEOUT_SECONDS",
     "SLA_TIERS",
+    "AckVia",
+    "ActivityKind",
     "CheckResult",
     "CheckResultQuerySet",
     "Endpoint",
@@ -46,6 +51,7 @@ __all__ = [
     "EndpointType",
     "Heartbeat",
     "Incident",
+    "IncidentActivity",
     "IncidentImpact",
     "IncidentKind",
     "IncidentNote",

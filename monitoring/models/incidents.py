@@ -57,6 +57,15 @@ class IncidentState(models.TextChoices):
     RESOLVED = "resolved", "Resolved"
 
 
+class AckVia(models.TextChoices):
+    """How an incident was acknowledged."""
+
+    NONE = "", "Not acknowledged"
+    API = "api", "API"
+    PAGE = "page", "Incident page"
+    LINK = "link", "Link in a notification"
+
+
 class Incident(models.Model):
     """An outage. Automatic ones run from the first of `failure_threshold` failed checks in
     a row to the first of `recovery_threshold` successful ones, on one endpoint; manual ones
@@ -90,6 +99,18 @@ class Incident(models.Model):
         max_length=500, blank=True, help_text="The first failed check's error."
     )
     updated_at = models.DateTimeField(default=timezone.now)
+    # Someone looked: escalation and reminders stop (`monitoring.incidents.incident_acknowledge`).
+    acknowledged_at = models.DateTimeField(null=True, blank=True)
+    acknowledged_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+    )
+    acknowledged_via = models.CharField(
+        max_length=8, choices=AckVia.choices, blank=True, default=""
+    )
 
     objects = IncidentQuerySet.as_manager()
 
@@ -162,6 +183,9 @@ class IncidentUpdate(models.Model):
     notify_subscribers = models.BooleanField(default=True)
     # Set once status-page subscribers' mails for it are queued (claimed by one fan-out).
     subscribers_notified_at = models.DateTimeField(null=True, blank=True, editable=False)
+    # Set once notification channels' `incident.updated` deliveries for it are written
+    # (claimed by one `alerts` loop: the layer above reads this outbox).
+    channels_notified_at = models.DateTimeField(null=True, blank=True, editable=False)
 
     class Meta:
         ordering = ["created_at", "id"]
@@ -171,6 +195,11 @@ class IncidentUpdate(models.Model):
                 fields=["created_at"],
                 name="incident_update_fanout_idx",
                 condition=Q(notify_subscribers=True, subscribers_notified_at__isnull=True),
+            ),
+            models.Index(
+                fields=["created_at"],
+                name="incident_update_channels_idx",
+                condition=Q(channels_notified_at__isnull=True),
             ),
         ]
 
@@ -198,3 +227,54 @@ class IncidentNote(models.Model):
 
     def __str__(self) -> str:
         return f"note on {self.incident_id} at {self.created_at:%Y-%m-%d %H:%M:%S}"
+
+
+class ActivityKind(models.TextChoices):
+    """What an incident's timeline tells besides its updates and notes."""
+
+    ACKNOWLEDGED = "acknowledged", "Acknowledged"
+    ESCALATED = "escalated", "Escalation step sent"
+    REMINDED = "reminded", "Reminder sent"
+    DELIVERED = "delivered", "Notification delivered"
+    DELIVERY_FAILED = "delivery_failed", "Notification failed"
+
+
+class IncidentActivity(models.Model):
+    """One line of an incident's timeline written by the machinery: an acknowledgement, an
+    escalation step or reminder sent, a notification's outcome. Layers above `monitoring`
+    (`alerts`) write these rows; the incident's readers merge them with its updates and
+    notes. `text` is for people and holds no secret (channel names, never their URLs).
+
+    An acknowledgement row is also an outbox: `announced_at` is set once its
+    `incident.acknowledged` deliveries are written.
+    """
+
+    id = models.UUIDField(primary_key=True, default=time_ordered_uuid, editable=False)
+    incident = models.ForeignKey(Incident, on_delete=models.CASCADE, related_name="activities")
+    kind = models.CharField(max_length=16, choices=ActivityKind.choices)
+    at = models.DateTimeField(default=timezone.now)
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+    )
+    text = models.CharField(max_length=500, blank=True)
+    detail = models.JSONField(default=dict, blank=True)
+    announced_at = models.DateTimeField(null=True, blank=True, editable=False)
+
+    class Meta:
+        ordering = ["at", "id"]
+        verbose_name_plural = "incident activities"
+        indexes = [
+            models.Index(fields=["incident", "at"], name="incident_activity_idx"),
+            models.Index(
+                fields=["at"],
+                name="incident_activity_announce_idx",
+                condition=Q(kind="acknowledged", announced_at__isnull=True),
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} on {self.incident_id} at {self.at:%Y-%m-%d %H:%M:%S}"
