@@ -30,6 +30,7 @@ from django.utils import timezone
 
 from accounts.models import MANAGER_ROLES, User
 from alerts import messages
+from alerts.apprise_transport import apprise_send
 from alerts.errors import TestTooSoon
 from alerts.maintenance import maintenance_intervals
 from alerts.models import (
@@ -40,6 +41,7 @@ from alerts.models import (
     NotificationChannel,
     NotificationEvent,
 )
+from alerts.standard_webhooks import signed_headers
 from alerts.transport import MAX_ERROR_LENGTH, Sent, post_json
 from healthmon import metrics
 from healthmon.logging import get_logger
@@ -181,10 +183,16 @@ def send_once(channel: NotificationChannel, delivery: Delivery) -> Sent:
     if channel.kind == ChannelKind.EMAIL:
         return _send_mail(channel, delivery)
     document = delivery.payload
+    if channel.kind == ChannelKind.APPRISE:
+        return apprise_send(channel.config["url"], document, settings.NOTIFY_TIMEOUT_SECONDS)
     headers = {EVENT_HEADER: delivery.event, ID_HEADER: str(delivery.event_id)}
     if channel.kind == ChannelKind.WEBHOOK:
         body = messages.encode(document)
         headers[SIGNATURE_HEADER] = signature(channel.secret, body)
+        # Standard Webhooks: signed at each attempt, under the event's one id.
+        headers |= signed_headers(
+            channel.secret, message_id=str(delivery.event_id), at=timezone.now(), body=body
+        )
     else:
         body = messages.encode(messages.chat_body(channel.kind, document))
     return post_json(channel.config["url"], body, headers, settings.NOTIFY_TIMEOUT_SECONDS)

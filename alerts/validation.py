@@ -18,10 +18,12 @@ from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 
 from accounts.models import Project, normalize_email
+from alerts.apprise_transport import checked_apprise_url
 from alerts.models import (
     MAX_ADDRESSES,
     URL_KINDS,
     WEEK,
+    ChannelKind,
     NotificationChannel,
     Recurrence,
 )
@@ -57,14 +59,15 @@ def channel_config(
     """The config of a channel of this kind, as it is stored.
 
     `email`: `{addresses, to_members}`, normalized and deduplicated addresses, and somebody
-    to write to. Other kinds: `{url}`, an http(s) URL the network policy does not forbid.
+    to write to. Other kinds: `{url}`, an http(s) URL the network policy does not forbid
+    (`apprise`: any Apprise URL its parser reads, its host checked alike).
     `stored`: the channel being changed; its URL is kept when the masked form it was
     answered with is sent back. Unknown keys are refused, so a typo never passes silently.
     """
     known = {"url"} if kind in URL_KINDS else {"addresses", "to_members"}
     errors: FieldErrors = {name: [UNKNOWN_OPTION] for name in sorted(set(config) - known)}
     if kind in URL_KINDS:
-        checked = _url_config(config, stored, errors)
+        checked = _url_config(config, stored, errors, kind=kind)
     else:
         checked = _email_config(config, errors)
     if errors:
@@ -122,21 +125,26 @@ def _address(value: Any) -> str:
 
 
 def _url_config(
-    config: Mapping[str, Any], stored: NotificationChannel | None, errors: FieldErrors
+    config: Mapping[str, Any],
+    stored: NotificationChannel | None,
+    errors: FieldErrors,
+    *,
+    kind: str = "",
 ) -> dict[str, Any]:
     url = config.get("url")
     if stored is not None and stored.kind in URL_KINDS and url == stored.config_masked.get("url"):
         url = stored.config["url"]  # the masked form as answered: keep the stored URL
     try:
-        return {"url": _url(url, present="url" in config)}
+        return {"url": _url(url, present="url" in config, kind=kind)}
     except ValueError as exc:  # TargetError is one
         errors["url"] = [str(exc)]
         return {}
 
 
-def _url(url: Any, *, present: bool) -> str:
-    """A strict http(s) URL, not masked, whose host, if an address, the network policy
-    allows (`present`: whether the input had the key at all)."""
+def _url(url: Any, *, present: bool, kind: str = "") -> str:
+    """A strict http(s) URL (for `apprise`: a URL Apprise's parser reads), not masked,
+    whose host, if an address, the network policy allows (`present`: whether the input
+    had the key at all)."""
     if url is None:
         raise ValueError(NULL if present else URL_REQUIRED)
     if not isinstance(url, str):
@@ -147,6 +155,8 @@ def _url(url: Any, *, present: bool) -> str:
         raise ValueError(f"Ensure this field has no more than {MAX_TARGET_LENGTH} characters.")
     if MASK in url:
         raise ValueError(MASKED_URL)
+    if kind == ChannelKind.APPRISE:
+        return checked_apprise_url(url)
     return checked_url(url)
 
 

@@ -1,7 +1,6 @@
 """Alert writes people make: channels and maintenance windows (audited), and the scrubbing
 of a secret out of stored deliveries."""
 
-import secrets
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -13,6 +12,7 @@ from django.utils import timezone
 from accounts.audit import audit_record
 from accounts.models import AuditAction, Organization, Project
 from alerts import validation
+from alerts.apprise_transport import masked_apprise_url
 from alerts.models import (
     URL_KINDS,
     ChannelKind,
@@ -22,6 +22,7 @@ from alerts.models import (
     Recurrence,
     Scoped,
 )
+from alerts.standard_webhooks import new_secret
 from monitoring.models import Endpoint
 from monitoring.probes.secrets import masked
 from monitoring.targets import MASK
@@ -33,6 +34,8 @@ def mask_channel_config(kind: str, config: dict[str, Any]) -> dict[str, Any]:
     """The config as shown: a URL's path and query (where webhook credentials live) as ****."""
     if kind not in URL_KINDS:
         return dict(config)
+    if kind == ChannelKind.APPRISE:
+        return {**config, "url": masked_apprise_url(config["url"])}
     parts = urlsplit(config["url"])
     shown = f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}"
     if parts.path not in ("", "/") or parts.query:
@@ -59,7 +62,7 @@ def channel_create(
         config=config,
         config_masked=mask_channel_config(kind, config),
         enabled=enabled,
-        secret=secrets.token_urlsafe(32) if kind == ChannelKind.WEBHOOK else "",
+        secret=new_secret() if kind == ChannelKind.WEBHOOK else "",
     )
     channel.save(force_insert=True)
     _set_scope(channel, projects, endpoints)
