@@ -19,7 +19,9 @@ import re
 import socket
 import threading
 import time
+import warnings
 from collections.abc import Callable
+from functools import cache
 from urllib.parse import unquote, urlsplit
 
 import apprise
@@ -59,13 +61,24 @@ NOTIFY_TYPES = {
 }
 
 
+@cache
+def _plugins() -> NotificationManager:
+    """Apprise's plugins, loaded once per process. One of them imports `imghdr`, which
+    warns of its removal in Python 3.13 (Apprise ships a stand-in for then): not ours."""
+    manager = NotificationManager()
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "'imghdr' is deprecated", DeprecationWarning)
+        manager.load_modules()
+    return manager
+
+
 def apprise_plugin(url: str) -> apprise.NotifyBase:
     """Apprise's plugin for a URL; a ValueError says why there is none."""
     found = _SCHEME.match(url)
     if found is None:
         raise ValueError(NO_SCHEME)
     scheme = found[1].lower()
-    if scheme not in NotificationManager():
+    if scheme not in _plugins():
         raise ValueError(UNKNOWN_SCHEME.format(scheme=scheme))
     if scheme in LOCAL_SCHEMES:
         raise ValueError(LOCAL_REFUSED)

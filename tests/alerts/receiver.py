@@ -1,12 +1,16 @@
 """A real local HTTP receiver for notification tests: it records every request and answers
 with the statuses it is told, in turn (the last one repeats)."""
 
+import socket
 import threading
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from alerts import services
+from aiosmtpd.controller import Controller
+from aiosmtpd.smtp import Envelope
+
+from alerts import services, validation
 from alerts.models import NotificationChannel
 
 
@@ -80,3 +84,40 @@ def webhook(cast: Any, url: str, **fields: Any) -> NotificationChannel:
     return services.channel_create(
         organization=cast.org, kind="webhook", config={"url": url}, **fields
     )
+
+
+def apprise_channel(cast: Any, url: str, **fields: Any) -> NotificationChannel:
+    """An Apprise channel of the cast's organization (validated as the API validates it)."""
+    fields.setdefault("name", "Apprise")
+    config = validation.channel_config("apprise", {"url": url})
+    return services.channel_create(organization=cast.org, kind="apprise", config=config, **fields)
+
+
+class _Mailbox:
+    """aiosmtpd's handler: keeps every message it is given."""
+
+    def __init__(self) -> None:
+        self.envelopes: list[Envelope] = []
+
+    async def handle_DATA(self, server: Any, session: Any, envelope: Envelope) -> str:
+        self.envelopes.append(envelope)
+        return "250 OK"
+
+
+class MailReceiver:
+    """A real SMTP server (aiosmtpd, no TLS) on 127.0.0.1 from construction until `stop()`."""
+
+    def __init__(self) -> None:
+        self.mailbox = _Mailbox()
+        with socket.socket() as probe:  # aiosmtpd needs a port named before it listens
+            probe.bind(("127.0.0.1", 0))
+            self.port = probe.getsockname()[1]
+        self._controller = Controller(self.mailbox, hostname="127.0.0.1", port=self.port)
+        self._controller.start()
+
+    @property
+    def envelopes(self) -> list[Envelope]:
+        return self.mailbox.envelopes
+
+    def stop(self) -> None:
+        self._controller.stop()
