@@ -11,7 +11,8 @@ no host to check. Plugins that notify the server itself (desktop, syslog) are re
 
 An Apprise URL holds its service's credentials: it is shown as Apprise's privacy form
 (tokens and passwords masked) without its query, and Apprise's log lines, which may quote
-it, never reach the logs: they are read here, scrubbed, and kept as the attempt's error.
+it, never reach a log handler: a filter on Apprise's logger drops every line, keeping those
+of a send, scrubbed, as the attempt's error.
 """
 
 import logging
@@ -119,7 +120,8 @@ def masked_apprise_url(url: str) -> str:
     parts = urlsplit(shown)
     if parts.scheme in GENERIC_SCHEMES and parts.path not in ("", "/"):
         return f"{parts.scheme}://{parts.netloc}/{MASK}"
-    return f"{parts.scheme}://{parts.netloc}{parts.path}"
+    room = parts.fragment.partition("?")[0].rstrip("/")  # Rocket.Chat's #channel
+    return f"{parts.scheme}://{parts.netloc}{parts.path}" + (f"#{room}" if room else "")
 
 
 def url_secrets(url: str) -> list[str]:
@@ -169,43 +171,43 @@ def _policy_refusal(hosts: list[str]) -> str:
     return ""
 
 
-class _ThreadLines(logging.Handler):
-    """The messages Apprise logs at WARNING or above from one thread."""
+class _AppriseLines(logging.Filter):
+    """Apprise's log lines may quote a URL: none reaches a handler (any handler's, tests'
+    too). Those of a send, WARNING and above, are kept for its error, to be scrubbed."""
 
-    def __init__(self, thread_id: int) -> None:
-        super().__init__(logging.WARNING)
-        self.thread_id = thread_id
-        self.lines: list[str] = []
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Keep the message for the send running in this thread; let no record through."""
+        lines = getattr(_capture, "lines", None)
+        if lines is not None and record.levelno >= logging.WARNING:
+            lines.append(record.getMessage())
+        return False
 
-    def emit(self, record: logging.LogRecord) -> None:
-        """Keep the message of a record from the watched thread."""
-        if record.thread == self.thread_id:
-            self.lines.append(record.getMessage())
+
+_capture = threading.local()
+_FILTER = _AppriseLines()
+logging.getLogger(LOGGER).addFilter(_FILTER)  # one Filter object: adding it again is a no-op
 
 
 def _run_captured(notify: Callable[[], bool], *, deadline: float) -> tuple[bool, list[str]]:
     """Run a notify in a thread, at most `deadline` seconds, with what Apprise logged."""
     outcome: dict[str, bool] = {}
-    handler: list[_ThreadLines] = []
+    lines: list[str] = []
 
     def run() -> None:
-        capture = _ThreadLines(threading.get_ident())
-        handler.append(capture)
-        logging.getLogger(LOGGER).addHandler(capture)
+        _capture.lines = lines
         try:
             outcome["ok"] = notify()
         except Exception as exc:  # a plugin's bug is a failed attempt, not a crash
-            capture.lines.append(f"internal error ({type(exc).__name__})")
+            lines.append(f"internal error ({type(exc).__name__})")
         finally:
-            logging.getLogger(LOGGER).removeHandler(capture)
+            _capture.lines = None
 
     worker = threading.Thread(target=run, name="apprise-notify", daemon=True)
     worker.start()
     worker.join(deadline)
-    lines = list(handler[0].lines) if handler else []
     if worker.is_alive():
         return False, [*lines, "timed out"]
-    return outcome.get("ok", False), lines
+    return outcome.get("ok", False), list(lines)
 
 
 def _error(plugin: apprise.NotifyBase, url: str, lines: list[str]) -> str:

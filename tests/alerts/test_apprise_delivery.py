@@ -105,8 +105,7 @@ def test_ntfy_gets_the_topic_title_and_token_as_its_api_takes_them(
 def test_mailto_reaches_a_real_smtp_server(cast, endpoint, go_down, mail_receiver):
     apprise_channel(
         cast,
-        f"mailto://127.0.0.1:{mail_receiver.port}"
-        "?from=healthmon@example.com&to=oncall@example.com",
+        f"mailto://127.0.0.1:{mail_receiver.port}?from=healthmon@example.com&to=oncall@example.com",
     )
 
     go_down(endpoint)
