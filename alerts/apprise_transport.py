@@ -50,7 +50,7 @@ _URL_PARTS = re.compile(r"[/:@?&=#,;+\s]+")
 MIN_SECRET = 4
 LOGGER = "apprise"
 
-NOTIFY_TYPES = {
+NOTIFY_TYPES: dict[str, apprise.NotifyType] = {
     NotificationEvent.OPENED: apprise.NotifyType.FAILURE,
     NotificationEvent.ESCALATED: apprise.NotifyType.FAILURE,
     NotificationEvent.HEARTBEAT_LATE: apprise.NotifyType.FAILURE,

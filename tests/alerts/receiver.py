@@ -99,7 +99,7 @@ class _Mailbox:
     def __init__(self) -> None:
         self.envelopes: list[Envelope] = []
 
-    async def handle_DATA(self, server: Any, session: Any, envelope: Envelope) -> str:
+    async def handle_DATA(self, server: Any, session: Any, envelope: Envelope) -> str:  # noqa: N802 (aiosmtpd's hook name)
         self.envelopes.append(envelope)
         return "250 OK"
 

@@ -97,9 +97,11 @@ def test_a_replay_older_than_five_minutes_is_rejected(cast, endpoint, receiver, 
 
     with time_machine.travel(sent_at + timedelta(minutes=4), tick=False):
         assert verifier.verify(request.body, request.headers)["event"] == "incident.opened"
-    with time_machine.travel(sent_at + timedelta(minutes=6), tick=False):
-        with pytest.raises(WebhookVerificationError, match="too old"):
-            verifier.verify(request.body, request.headers)
+    with (
+        time_machine.travel(sent_at + timedelta(minutes=6), tick=False),
+        pytest.raises(WebhookVerificationError, match="too old"),
+    ):
+        verifier.verify(request.body, request.headers)
 
 
 def test_retries_keep_the_webhook_id_and_are_signed_anew(
