@@ -38,6 +38,7 @@ from monitoring.targets import MASK
 UNKNOWN_SCHEME = 'Apprise knows no service "{scheme}://".'
 MALFORMED = "Apprise cannot read this URL: check it against the service's URL format."
 NO_SCHEME = "An Apprise URL starts with its service, as in ntfy://ntfy.sh/topic."
+NOT_INSTALLED = 'Apprise cannot send to "{scheme}://" here: a package it needs is missing.'
 LOCAL_REFUSED = "This Apprise service notifies the server itself, not a person."
 # Plugins that notify the machine they run on (its desktop, its syslog, a USB light).
 LOCAL_SCHEMES = frozenset(
@@ -48,6 +49,8 @@ GENERIC_SCHEMES = frozenset({"json", "jsons", "form", "forms", "xml", "xmls"})
 _SCHEME = re.compile(r"^([a-z][a-z0-9+.-]*)://", re.IGNORECASE)
 _URL_PARTS = re.compile(r"[/:@?&=#,;+\s]+")
 MIN_SECRET = 4
+# A send's whole time, retries and several targets included: inside the task's 50 s limit.
+MAX_SEND_SECONDS = 40.0
 LOGGER = "apprise"
 
 NOTIFY_TYPES: dict[str, apprise.NotifyType] = {
@@ -83,6 +86,8 @@ def apprise_plugin(url: str) -> apprise.NotifyBase:
         raise ValueError(UNKNOWN_SCHEME.format(scheme=scheme))
     if scheme in LOCAL_SCHEMES:
         raise ValueError(LOCAL_REFUSED)
+    if not getattr(_plugins()[scheme], "enabled", True):
+        raise ValueError(NOT_INSTALLED.format(scheme=scheme))
     plugin = apprise.Apprise.instantiate(url, suppress_exceptions=True)
     if plugin is None:
         raise ValueError(MALFORMED)
@@ -153,7 +158,7 @@ def apprise_send(url: str, document: messages.EventDocument, timeout: float) -> 
             plugin.notify(body=body, title=messages.headline(document), notify_type=notify_type)
         )
 
-    ok, lines = _run_captured(notify, deadline=timeout * 2 + 1)
+    ok, lines = _run_captured(notify, deadline=min(timeout * 2 + 1, MAX_SEND_SECONDS))
     if ok:
         return Sent(True, None, "", _ms(started))
     return Sent(False, None, _error(plugin, url, lines), _ms(started))

@@ -252,3 +252,23 @@ def test_an_apprise_line_quoting_the_url_is_scrubbed_of_its_secrets():
     for secret in ("Hunter2-Pass", "PATH-T0KEN-42", TOKEN):
         assert secret not in text
     assert "hooks.example.com" in text  # the host is shown, as in the masked form
+
+
+def test_the_page_form_adds_an_apprise_channel_and_refuses_a_bad_url(client, cast):
+    client.force_login(cast.owner)
+
+    refused = client.post(
+        "/alerts/channels/new", {"name": "X", "kind": "apprise", "url": "foo://x"}
+    )
+    added = client.post(
+        "/alerts/channels/new", {"name": "Phones", "kind": "apprise", "url": NTFY["config"]["url"]}
+    )
+
+    assert refused.status_code == 400
+    assert "Apprise knows no service" in unescape(refused.content.decode())
+    assert added.status_code == 302
+    channel = NotificationChannel.objects.get()
+    assert (channel.kind, channel.config) == ("apprise", NTFY["config"])
+    page = client.get("/alerts").content.decode()
+    assert "ntfy://t...9@ntfy.sh/ops" in page
+    assert TOKEN not in page
