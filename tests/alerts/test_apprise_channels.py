@@ -272,3 +272,11 @@ def test_the_page_form_adds_an_apprise_channel_and_refuses_a_bad_url(client, cas
     page = client.get("/alerts").content.decode()
     assert "ntfy://t...9@ntfy.sh/ops" in page
     assert TOKEN not in page
+
+
+def test_a_key_without_the_admin_scope_cannot_create_one(api, cast, make_key):
+    api.with_key(make_key(cast.owner, "endpoint:create"))
+
+    assert_problem(api.post(URL, NTFY), 403, "insufficient_scope")
+    assert not NotificationChannel.objects.exists()
+    assert api.with_key(make_key(cast.owner, "admin")).post(URL, NTFY).status_code == 201
