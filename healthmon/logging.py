@@ -69,18 +69,12 @@ def logging_config(*, fmt: str, level: str, quiet_ticks: bool = False) -> dict[s
             "expected_unreadiness": {"()": ExpectedUnreadiness},
             "routine_at_debug": {"()": RoutineAtDebug},
         },
-        "handlers": {
-            "console": {"class": "logging.StreamHandler", "formatter": "structured"},
-            "null": {"class": "logging.NullHandler"},
-        },
+        "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "structured"}},
         "root": {"handlers": ["console"], "level": level.upper()},
         # urllib3 logs request lines at DEBUG, and a notification's URL path is a credential
         # (Slack's, Discord's, Teams'): never below WARNING, whatever LOG_LEVEL says.
         "loggers": {
             "urllib3": {"level": "WARNING"},
-            # Apprise's lines may quote a channel's URL (its credentials): alerts.apprise_transport
-            # reads them from this logger, scrubbed, into the delivery's error; none goes out.
-            "apprise": {"handlers": ["null"], "propagate": False},
             # Django's default config gives `django` a plain console handler in debug: drop it,
             # so its lines reach the root's renderer once.
             "django": {"handlers": [], "level": "INFO", "propagate": True},
