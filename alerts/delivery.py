@@ -67,7 +67,7 @@ def signature(secret: str, body: bytes) -> str:
 
 # Deliveries one task carries: a burst of incidents is sent by few tasks, each claiming and
 # recording its deliveries in a handful of queries (bench/incident_storm.py).
-BATCH_SIZE = 25
+BATCH_SIZE = 50
 # A batch stops sending after this long; what it has not sent goes back to the sweep.
 BATCH_BUDGET_SECONDS = 20.0
 

@@ -189,13 +189,17 @@ def post_json(url: str, body: bytes, headers: dict[str, str], timeout: float) ->
     """
     started = time.perf_counter()
     try:
-        response = pooled_session().post(
-            url,
-            data=body,
+        # Prepared here and sent as is: the session adds nothing (no cookies, auth or
+        # environment), and merging its settings cost a third of a send.
+        request = requests.PreparedRequest()
+        request.prepare(
+            method="POST",
+            url=url,
             headers={"Content-Type": "application/json", "User-Agent": USER_AGENT, **headers},
-            timeout=timeout,
-            allow_redirects=False,
-            stream=True,
+            data=body,
+        )
+        response = pooled_session().send(
+            request, timeout=timeout, allow_redirects=False, stream=True
         )
         _release(response)
     except requests.RequestException as exc:

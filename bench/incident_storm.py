@@ -32,6 +32,7 @@ The database, workers and receivers are gone at the end, also on an error or Ctr
 import argparse
 import contextlib
 import json
+import os
 import subprocess
 import sys
 import time
@@ -43,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 import redis
+from _storm_profile import caught_tasks, run_tasks
 from _support import (
     BIN,
     CPUS,
@@ -156,7 +158,9 @@ def worker(pool: str, concurrency: int, log: Path) -> Iterator[subprocess.Popen]
     command = [str(BIN / "celery"), "-A", "healthmon", "worker", "-Q", "celery", "-n", name]
     command += [f"--pool={pool}", f"--concurrency={concurrency}", "--loglevel=WARNING"]
     with log.open("w") as out:
-        process = subprocess.Popen(command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
+        # INFO, as deployed: a line per attempt (`delivery_attempt`) is part of the cost.
+        env = {**os.environ, "LOG_LEVEL": "INFO"}
+        process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=out)
     try:
         deadline = time.monotonic() + 60
         while not app.control.ping(destination=[name], timeout=0.5):
@@ -181,8 +185,6 @@ def database_cpu(before: dict[int, float] | None = None) -> dict[int, float]:
 
 def machine_busy_seconds() -> float:
     """CPU seconds the whole machine spent busy (not idle or waiting), from /proc/stat."""
-    import os
-
     fields = [int(x) for x in Path("/proc/stat").read_text().split("\n")[0].split()[1:]]
     busy = sum(fields) - fields[3] - fields[4]
     return busy / os.sysconf("SC_CLK_TCK")
@@ -203,6 +205,37 @@ def failed_outcomes(ids: list[Any], at: Any) -> list[Any]:
         started_at=at.timestamp(),
     )
     return [CheckOutcome(pk, at, at, result) for pk in ids]
+
+
+def trigger(ids: list[Any], batch: int) -> float:
+    """Failed checks for every endpoint through `checks_record`, `batch` a call, as the
+    probe workers store them; the wall-clock time the first call committed."""
+    from django.utils import timezone
+
+    from pipeline.checks import checks_record
+
+    at, first_commit = timezone.now(), 0.0
+    for n in range(0, len(ids), batch):
+        checks_record(outcomes=failed_outcomes(ids[n : n + batch], at))
+        first_commit = first_commit or time.time()
+    return first_commit
+
+
+def in_process(label: str, size: int, sink: Receivers, args: argparse.Namespace) -> list:
+    """The storm's tasks run one after the other in this process (no Celery, no broker):
+    [label, seen, duplicates, wall s, CPU s], and cProfile's top lines with --profile."""
+    ids, _ = make_world(label, size, sink.ports)
+    tasks = caught_tasks(lambda: trigger(ids, args.batch))
+    sink.reset()
+    wall, cpu, _ = run_tasks(tasks, profile=False)
+    seen = sink.stats()
+    if args.profile:
+        ids, _ = make_world(f"{label}-profiled", size, sink.ports)
+        tasks = caught_tasks(lambda: trigger(ids, args.batch))
+        print(f"\ncProfile of the tasks of {size} endpoints run in this process, by cumulative CPU time:")
+        print(run_tasks(tasks, profile=True)[2])
+    label = f"delivery tasks in-process ({len(tasks)})"
+    return [label, int(seen["unique"]), int(seen["duplicates"]), wall, cpu]
 
 
 @dataclass
@@ -261,10 +294,7 @@ def _wait_for(sink: Receivers, expected: int, timeout: float) -> dict[str, float
 def storm(label: str, pool: str, concurrency: int, size: int, sink: Receivers, args) -> Storm:
     """One storm through a fresh worker of this pool; figures once every delivery arrived
     (and half a second more, for late duplicates)."""
-    from django.utils import timezone
-
     from alerts.models import Delivery, DeliveryAttempt, DeliveryStatus
-    from pipeline.checks import checks_record
 
     ids, _ = make_world(label, size, sink.ports)
     expected = size * len(KINDS)
@@ -277,10 +307,7 @@ def storm(label: str, pool: str, concurrency: int, size: int, sink: Receivers, a
         )
         database0 = database_cpu()
         own0, started, first_commit = time.process_time(), time.perf_counter(), 0.0
-        at = timezone.now()
-        for n in range(0, len(ids), args.batch):
-            checks_record(outcomes=failed_outcomes(ids[n : n + args.batch], at))
-            first_commit = first_commit or time.time()
+        first_commit = trigger(ids, args.batch)
         ingest_s, ingest_cpu = time.perf_counter() - started, time.process_time() - own0
         _wait_for(sink, expected, timeout=args.timeout)
         time.sleep(0.5)
@@ -363,7 +390,8 @@ def report(storms: list[Storm], bare: list[list], receivers_count: int) -> None:
     print("   span: first incident committed -> last POST received; PG CPU: this database's")
     print("   backends; rest CPU: the machine's busy seconds meanwhile less all those (Redis,")
     print("   and anything else running on the machine)")
-    print("\n2. baseline: the same bodies from this process, one after the other")
+    print("\n2. baseline: the same bodies from this process, one after the other; then the")
+    print("   storm's delivery tasks run in this process (no Celery) on a world of their own")
     rows = []
     for label, unique, dups, wall, cpu in bare:
         rows.append([label, unique, dups, f"{wall:.2f}", f"{unique / wall:.0f}", f"{cpu:.2f}"])
@@ -396,6 +424,7 @@ def benchmark(args: argparse.Namespace) -> None:
         with receivers(1 if args.smoke else args.receivers) as sink:
             storms = [storm(f"{pool}{n}", pool, int(n), size, sink, args) for pool, n in pools]
             bare = baseline(prepared_posts(storms[0].label), sink)
+            bare.append(in_process("inproc", size, sink, args))
         report(storms, bare, len(sink.ports))
         failed = [s.label for s in storms if s.seen["unique"] < s.expected or s.seen["duplicates"]]
         if failed:
@@ -411,6 +440,7 @@ def main() -> int:
     parser.add_argument("--batch", type=int, default=100, help="checks per checks_record call")
     parser.add_argument("--timeout", type=float, default=180, help="seconds to wait per storm")
     parser.add_argument("--logs", default="/tmp/healthmon-storm", help="worker logs go here")
+    parser.add_argument("--profile", action="store_true", help="cProfile the in-process tasks")
     parser.add_argument("--quick", action="store_true", help="300 endpoints")
     parser.add_argument("--smoke", action="store_true", help="20 endpoints, one pool: does it work")
     return run_benchmark(benchmark, parser.parse_args())
