@@ -232,7 +232,7 @@ def in_process(label: str, size: int, sink: Receivers, args: argparse.Namespace)
     if args.profile:
         ids, _ = make_world(f"{label}-profiled", size, sink.ports)
         tasks = caught_tasks(lambda: trigger(ids, args.batch))
-        print(f"\ncProfile of the tasks of {size} endpoints run in this process, by cumulative CPU time:")
+        print(f"\ncProfile of the tasks of {size} endpoints run here, by cumulative CPU time:")
         print(run_tasks(tasks, profile=True)[2])
     label = f"delivery tasks in-process ({len(tasks)})"
     return [label, int(seen["unique"]), int(seen["duplicates"]), wall, cpu]
