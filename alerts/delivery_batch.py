@@ -68,6 +68,7 @@ def _claim(items: Sequence[tuple[uuid.UUID, int]], now: datetime) -> list[uuid.U
             mine = list(
                 Delivery.objects.select_for_update(skip_locked=True)
                 .filter(pk__in=pks, status=DeliveryStatus.PENDING, attempts=made)
+                .order_by("pk")  # locked in one order: two batches never deadlock
                 .values_list("pk", flat=True)
             )
             Delivery.objects.filter(pk__in=mine).update(
@@ -114,8 +115,10 @@ def _record_successes(results: list[tuple[Delivery, Sent]], at: datetime) -> lis
         )
         for delivery, sent in results
     )
-    pending = Delivery.objects.select_for_update().filter(
-        pk__in=[d.pk for d, _ in results], status=DeliveryStatus.PENDING
+    pending = (
+        Delivery.objects.select_for_update()
+        .filter(pk__in=[d.pk for d, _ in results], status=DeliveryStatus.PENDING)
+        .order_by("pk")
     )
     moved = set(pending.values_list("pk", flat=True))
     Delivery.objects.filter(pk__in=moved).update(
