@@ -84,6 +84,8 @@ def _claimed(pks: list[uuid.UUID]) -> list[Delivery]:
         return []
     deliveries = list(Delivery.objects.filter(pk__in=pks).order_by("created_at"))
     channels = NotificationChannel.objects.in_bulk({d.channel_id for d in deliveries})
+    # A channel deleted meanwhile took its deliveries with it.
+    deliveries = [d for d in deliveries if d.channel_id in channels]
     for delivery in deliveries:
         delivery.channel = channels[delivery.channel_id]
     return deliveries
