@@ -8,6 +8,7 @@ Proxies from the environment are ignored, so the policy sees the real destinatio
 """
 
 import contextlib
+import http.cookiejar
 import ipaddress
 import os
 import socket
@@ -154,6 +155,8 @@ def pooled_session() -> requests.Session:
         if getattr(_pooled, "session", None) is not None:
             _pooled.session.close()
         _pooled.session, _pooled.owner = _session(), owner
+        # Kept for good: a receiver's cookies would pile up in it (they are never sent).
+        _pooled.session.cookies.set_policy(http.cookiejar.DefaultCookiePolicy(allowed_domains=[]))
     session: requests.Session = _pooled.session
     return session
 
