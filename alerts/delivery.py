@@ -67,10 +67,19 @@ def signature(secret: str, body: bytes) -> str:
     return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
 
 
+# Deliveries one task carries: a burst of incidents is sent by few tasks, each claiming and
+# recording its deliveries in a handful of queries (bench/incident_storm.py).
+BATCH_SIZE = 50
+# A batch stops sending after this long; what it has not sent goes back to the sweep.
+BATCH_BUDGET_SECONDS = 20.0
+
+
 def queue(deliveries: Sequence[tuple[str, int]]) -> None:
-    """Queue a task per (delivery id, attempts made so far): the task makes the next."""
-    for pk, attempts in deliveries:
-        enqueue(DELIVER_TASK, pk, attempts)
+    """Queue tasks for (delivery id, attempts made so far) pairs, BATCH_SIZE a task: each
+    makes the next attempt at its deliveries."""
+    items = [[pk, attempts] for pk, attempts in deliveries]
+    for start in range(0, len(items), BATCH_SIZE):
+        enqueue(DELIVER_TASK, items[start : start + BATCH_SIZE])
 
 
 def deliveries_dispatch(*, now: datetime | None = None, limit: int = 500) -> int:

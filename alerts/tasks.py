@@ -1,19 +1,25 @@
 """Celery tasks of alerts: one per delivery attempt, and the sweep beat runs."""
 
+from typing import Any
 from uuid import UUID
 
 from celery import shared_task
 
-from alerts import delivery
+from alerts import delivery, delivery_batch
 from alerts.delivery import DELIVER_TASK
 
 
 @shared_task(
     name=DELIVER_TASK, ignore_result=True, acks_late=True, soft_time_limit=50, time_limit=60
 )
-def deliver(delivery_id: str, made: int | None = None) -> str | None:
+def deliver(delivery_id: str | list[list[Any]], made: int | None = None) -> str | None:
     """Make a delivery's next attempt, `made` attempts having been made when it was queued
-    (safe to run twice: a duplicate or late task finds more and sends nothing)."""
+    (safe to run twice: a duplicate or late task finds more and sends nothing); or, given a
+    list of [delivery id, made] pairs (what `delivery.queue` sends), each one's."""
+    if isinstance(delivery_id, list):
+        items = [(UUID(pk), int(attempts)) for pk, attempts in delivery_id]
+        delivery_batch.deliveries_attempt(items=items)
+        return None
     return delivery.delivery_attempt(delivery_id=UUID(delivery_id), made=made)
 
 

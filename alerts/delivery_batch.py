@@ -1,0 +1,152 @@
+"""Attempts at many deliveries in one task: what a burst of incidents is sent by.
+
+The same guarantees as one attempt at a time (`alerts.delivery.delivery_attempt`), in a
+handful of queries for the whole batch rather than about eight per delivery: one
+conditional claim per number of attempts made, the rows and their channels read once each
+(a channel's secret decrypted once), the sends over the worker's pooled connections, then
+the successes recorded together. A failed send is recorded one by one as before (back-off,
+giving up, the channel's failure count). Sending stops after `BATCH_BUDGET_SECONDS`; the
+deliveries not sent by then are handed back, unclaimed, to the sweep.
+"""
+
+import logging
+import time
+import uuid
+from collections import defaultdict
+from collections.abc import Sequence
+from datetime import datetime
+from functools import partial
+
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from alerts import delivery as single
+from alerts.delivery import (
+    HOLD,
+    _clear_failures,
+    _record,
+    _try,
+    events,
+)
+from alerts.models import Delivery, DeliveryAttempt, DeliveryStatus, NotificationChannel
+from alerts.transport import MAX_ERROR_LENGTH, Sent
+from healthmon import metrics
+
+
+def deliveries_attempt(*, items: Sequence[tuple[uuid.UUID, int]]) -> dict[str, int]:
+    """Make the next attempt at each pending delivery of a batch ((id, attempts made when
+    queued) pairs) and record them; returns how many ended in each status. A delivery a
+    duplicate or late task already moved on is skipped, as `delivery_attempt` does."""
+    now = timezone.now()
+    deliveries = _claimed(_claim(items, now))
+    results: list[tuple[Delivery, Sent]] = []
+    started = time.monotonic()
+    for delivery in deliveries:
+        if results and time.monotonic() - started > single.BATCH_BUDGET_SECONDS:
+            break
+        results.append((delivery, _try(delivery)))
+    _unclaim([d.pk for d in deliveries[len(results) :]])
+    counts: defaultdict[str, int] = defaultdict(int)
+    for status in _record_successes([(d, s) for d, s in results if s.ok], now):
+        counts[status] += 1
+    for delivery, sent in results:
+        if not sent.ok:
+            counts[_record(delivery, sent, now)] += 1
+    return dict(counts)
+
+
+def _claim(items: Sequence[tuple[uuid.UUID, int]], now: datetime) -> list[uuid.UUID]:
+    """Count and hold the next attempt of each delivery still pending with the attempts
+    its task was queued with; the ids claimed. Rows another task holds are left to it."""
+    by_made: defaultdict[int, list[uuid.UUID]] = defaultdict(list)
+    for pk, made in items:
+        by_made[made].append(pk)
+    claimed: list[uuid.UUID] = []
+    with transaction.atomic():
+        for made, pks in by_made.items():
+            mine = list(
+                Delivery.objects.select_for_update(skip_locked=True)
+                .filter(pk__in=pks, status=DeliveryStatus.PENDING, attempts=made)
+                .order_by("pk")  # locked in one order: two batches never deadlock
+                .values_list("pk", flat=True)
+            )
+            Delivery.objects.filter(pk__in=mine).update(
+                attempts=made + 1, next_attempt_at=now + HOLD
+            )
+            claimed += mine
+    return claimed
+
+
+def _claimed(pks: list[uuid.UUID]) -> list[Delivery]:
+    """The claimed rows, each channel read (and its secret decrypted) once for all."""
+    if not pks:
+        return []
+    deliveries = list(Delivery.objects.filter(pk__in=pks).order_by("created_at"))
+    channels = NotificationChannel.objects.in_bulk({d.channel_id for d in deliveries})
+    # A channel deleted meanwhile took its deliveries with it.
+    deliveries = [d for d in deliveries if d.channel_id in channels]
+    for delivery in deliveries:
+        delivery.channel = channels[delivery.channel_id]
+    return deliveries
+
+
+def _unclaim(pks: list[uuid.UUID]) -> None:
+    """Give back claims never sent: the attempt uncounted, the sweep sends it next."""
+    if pks:
+        Delivery.objects.filter(pk__in=pks, status=DeliveryStatus.PENDING).update(
+            attempts=F("attempts") - 1, next_attempt_at=timezone.now()
+        )
+
+
+@transaction.atomic
+def _record_successes(results: list[tuple[Delivery, Sent]], at: datetime) -> list[str]:
+    """Record successful sends together: their attempts, the deliveries still pending
+    marked delivered (one a duplicate task finished first stays as it is), their
+    channels' failures cleared; the status each delivery ended in."""
+    if not results:
+        return []
+    DeliveryAttempt.objects.bulk_create(
+        DeliveryAttempt(
+            delivery=delivery,
+            attempted_at=at,
+            ok=True,
+            status_code=sent.status_code,
+            error=sent.error[:MAX_ERROR_LENGTH],
+            duration_ms=sent.duration_ms,
+        )
+        for delivery, sent in results
+    )
+    pending = (
+        Delivery.objects.select_for_update()
+        .filter(pk__in=[d.pk for d, _ in results], status=DeliveryStatus.PENDING)
+        .order_by("pk")
+    )
+    moved = set(pending.values_list("pk", flat=True))
+    Delivery.objects.filter(pk__in=moved).update(
+        status=DeliveryStatus.DELIVERED,
+        delivered_at=timezone.now(),
+        next_attempt_at=None,
+        last_error="",
+    )
+    for channel_id in {d.channel_id for d, _ in results}:
+        _clear_failures(channel_id)
+    for delivery, sent in results:
+        _log_success(delivery, sent, delivery.pk in moved)
+    return [DeliveryStatus.DELIVERED for _ in results]
+
+
+def _log_success(delivery: Delivery, sent: Sent, moved: bool) -> None:
+    """The line and the metric of one successful attempt, as `_record` writes them."""
+    if moved:
+        transaction.on_commit(partial(metrics.delivery_observed, outcome="delivered"), robust=True)
+    events.log(
+        logging.INFO,
+        "delivery_attempt",
+        delivery_id=str(delivery.pk),
+        channel_kind=delivery.channel.kind,
+        attempt=delivery.attempts,
+        status_code=sent.status_code,
+        outcome="delivered" if moved else "superseded",
+        duration_ms=round(sent.duration_ms, 1),
+    )
