@@ -21,11 +21,13 @@ from alerts.forms import refuse
 from alerts.models import (
     Delivery,
     DeliveryAttempt,
+    EscalationPolicy,
+    EscalationStep,
     MaintenanceWindow,
     NotificationChannel,
     Recurrence,
 )
-from alerts.services import channel_update, maintenance_window_save
+from alerts.services import channel_update, escalation_policy_delete, maintenance_window_save
 from healthmon.errors import InvalidInput
 from monitoring.models import Endpoint
 
@@ -303,3 +305,35 @@ class MaintenanceWindowAdmin(_ScopedAdmin):
             ends_at=obj.ends_at,
             recurrence=obj.recurrence,
         )
+
+
+# --- escalation policies ----------------------------------------------------------------------
+
+
+class EscalationStepInline(admin.TabularInline):
+    """A policy's steps, in order; channels picked by id (never loaded with their configs)."""
+
+    model = EscalationStep
+    extra = 0
+    fields = ["position", "after_minutes", "channels"]
+    raw_id_fields = ["channels"]
+    ordering = ["position"]
+
+
+@admin.register(EscalationPolicy)
+class EscalationPolicyAdmin(_ScopedAdmin):
+    """Escalation policies with their steps inline. The API and the page check a policy's
+    steps (delays increasing, channels of its organization); here staff edit them as is."""
+
+    form = ScopeForm
+    inlines = [EscalationStepInline]
+    list_display = ["name", "organization", "repeat_every_minutes", "created_at"]
+    fields = ["organization", "name", "repeat_every_minutes", "projects", "endpoints", "created_at"]
+
+    def deleting(self, obj: Any) -> None:
+        """`escalation_policy_delete`."""
+        escalation_policy_delete(policy=obj)
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
+        """A policy stays in its organization: its scope and channels are that organization's."""
+        return ["created_at"] if obj is None else ["organization", "created_at"]
