@@ -21,6 +21,7 @@ from alerts.forms import refuse
 from alerts.models import (
     Delivery,
     DeliveryAttempt,
+    Escalation,
     EscalationPolicy,
     EscalationStep,
     MaintenanceWindow,
@@ -337,3 +338,28 @@ class EscalationPolicyAdmin(_ScopedAdmin):
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
         """A policy stays in its organization: its scope and channels are that organization's."""
         return ["created_at"] if obj is None else ["organization", "created_at"]
+
+
+@admin.register(Escalation)
+class EscalationAdmin(admin.ModelAdmin):
+    """Where each incident stands in its policy: read-only (the beat loop moves these)."""
+
+    list_display = ["incident", "policy", "next_step", "reminders_sent", "next_escalation_at"]
+    list_select_related = ["incident", "policy"]
+    search_fields = ["=incident__id", "policy__name"]
+    readonly_fields = [
+        "incident",
+        "policy",
+        "next_step",
+        "reminders_sent",
+        "next_escalation_at",
+        "created_at",
+    ]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        """Escalations start when incidents open, never by hand."""
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        """History and state of the loop: read-only."""
+        return False

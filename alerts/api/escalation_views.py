@@ -8,7 +8,7 @@ declared, so an API key needs `admin` to write (as for channels).
 from typing import Any
 
 from django.db.models import QuerySet
-from drf_spectacular.utils import OpenApiExample, extend_schema, extend_schema_view
+from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import status, viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -22,27 +22,11 @@ from alerts.escalation_selectors import access_policy, policies_visible
 from alerts.models import EscalationPolicy
 from apikeys.permissions import HasScope
 
-POLICY_EXAMPLES = [
-    OpenApiExample(
-        "Three steps, reminders every 30 min",
-        request_only=True,
-        value={
-            "name": "Checkout on-call",
-            "steps": [
-                {"after_minutes": 0, "channels": ["3f6c1a8e-0000-4000-8000-000000000001"]},
-                {"after_minutes": 5, "channels": ["3f6c1a8e-0000-4000-8000-000000000002"]},
-                {"after_minutes": 15, "channels": ["3f6c1a8e-0000-4000-8000-000000000003"]},
-            ],
-            "repeat_every_minutes": 30,
-        },
-    )
-]
-
 
 @extend_schema(tags=["escalation-policies"])
 @extend_schema_view(
     list=extend_schema(summary="List escalation policies"),
-    create=extend_schema(summary="Create an escalation policy", examples=POLICY_EXAMPLES),
+    create=extend_schema(summary="Create an escalation policy"),
     retrieve=extend_schema(summary="One escalation policy"),
     partial_update=extend_schema(
         summary="Change an escalation policy (steps sent replace all of them)"
