@@ -220,3 +220,14 @@ def test_a_disabled_channel_is_skipped_and_a_declared_incident_does_not_escalate
     assert Escalation.objects.count() == 1  # the measured one only
     line = IncidentActivity.objects.get(incident=incident)
     assert "no channel" in line.text
+
+
+def test_a_step_reaches_a_channel_whatever_events_it_chose(
+    cast, endpoint, policy, channels, peers, go_down, django_capture_on_commit_callbacks
+):
+    channels["B"].events = []
+    channels["B"].save(update_fields=["events"])
+    open_incident(endpoint, go_down)
+
+    assert at(T0 + timedelta(seconds=5), django_capture_on_commit_callbacks) == 1
+    assert received(peers["B"]) == [("incident.escalated", 1, 0)]
