@@ -305,6 +305,9 @@ class AuditAction(models.TextChoices):
     STATUS_PAGE_CREATED = "status_page.created", "Status page created"
     STATUS_PAGE_UPDATED = "status_page.updated", "Status page changed"
     STATUS_PAGE_DELETED = "status_page.deleted", "Status page deleted"
+    ESCALATION_POLICY_CREATED = "escalation_policy.created", "Escalation policy created"
+    ESCALATION_POLICY_UPDATED = "escalation_policy.updated", "Escalation policy changed"
+    ESCALATION_POLICY_DELETED = "escalation_policy.deleted", "Escalation policy deleted"
 
 
 class AuditEventQuerySet(models.QuerySet["AuditEvent"]):

@@ -21,11 +21,14 @@ from alerts.forms import refuse
 from alerts.models import (
     Delivery,
     DeliveryAttempt,
+    Escalation,
+    EscalationPolicy,
+    EscalationStep,
     MaintenanceWindow,
     NotificationChannel,
     Recurrence,
 )
-from alerts.services import channel_update, maintenance_window_save
+from alerts.services import channel_update, escalation_policy_delete, maintenance_window_save
 from healthmon.errors import InvalidInput
 from monitoring.models import Endpoint
 
@@ -303,3 +306,60 @@ class MaintenanceWindowAdmin(_ScopedAdmin):
             ends_at=obj.ends_at,
             recurrence=obj.recurrence,
         )
+
+
+# --- escalation policies ----------------------------------------------------------------------
+
+
+class EscalationStepInline(admin.TabularInline):
+    """A policy's steps, in order; channels picked by id (never loaded with their configs)."""
+
+    model = EscalationStep
+    extra = 0
+    fields = ["position", "after_minutes", "channels"]
+    raw_id_fields = ["channels"]
+    ordering = ["position"]
+
+
+@admin.register(EscalationPolicy)
+class EscalationPolicyAdmin(_ScopedAdmin):
+    """Escalation policies with their steps inline. The API and the page check a policy's
+    steps (delays increasing, channels of its organization); here staff edit them as is."""
+
+    form = ScopeForm
+    inlines = [EscalationStepInline]
+    list_display = ["name", "organization", "repeat_every_minutes", "created_at"]
+    fields = ["organization", "name", "repeat_every_minutes", "projects", "endpoints", "created_at"]
+
+    def deleting(self, obj: Any) -> None:
+        """`escalation_policy_delete`."""
+        escalation_policy_delete(policy=obj)
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
+        """A policy stays in its organization: its scope and channels are that organization's."""
+        return ["created_at"] if obj is None else ["organization", "created_at"]
+
+
+@admin.register(Escalation)
+class EscalationAdmin(admin.ModelAdmin):
+    """Where each incident stands in its policy: read-only (the beat loop moves these)."""
+
+    list_display = ["incident", "policy", "next_step", "reminders_sent", "next_escalation_at"]
+    list_select_related = ["incident", "policy"]
+    search_fields = ["=incident__id", "policy__name"]
+    readonly_fields = [
+        "incident",
+        "policy",
+        "next_step",
+        "reminders_sent",
+        "next_escalation_at",
+        "created_at",
+    ]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        """Escalations start when incidents open, never by hand."""
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        """History and state of the loop: read-only."""
+        return False

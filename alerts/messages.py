@@ -73,6 +73,7 @@ class EventDocument(TypedDict):
     project: ProjectDocument | None
     change: NotRequired[ChangeDocument]  # `endpoint.degraded` and `endpoint.recovered` only
     certificate: NotRequired[CertificateDocument]  # `certificate.expiring` only
+    escalation: NotRequired["EscalationDetails"]  # `incident.escalated` only
 
 
 def endpoint_link(endpoint_id: object) -> str:
@@ -206,6 +207,8 @@ def headline(document: EventDocument) -> str:
         endpoint, days = document["endpoint"], document["certificate"]["days_left"]
         where = f"{endpoint['name']} ({document['project']['name']})"
         return f"CERTIFICATE EXPIRING: {where} in {days} day{'' if days == 1 else 's'}"
+    if "escalation" in document:
+        return escalation_headline(document)
     incident, endpoint, project = _about(document)
     where = f"{endpoint['name']} ({project['name']})"
     if document["event"] == NotificationEvent.OPENED:
@@ -245,6 +248,7 @@ def details(document: EventDocument) -> list[str]:
         ]
     incident, endpoint, _ = _about(document)
     lines = [f"Cause: {incident['cause'] or 'unknown'}", f"Since: {incident['started_at']}"]
+    lines += escalation_lines(document)
     if incident["resolved_at"]:
         lines += [
             f"Resolved: {incident['resolved_at']}",
@@ -289,3 +293,74 @@ def mail_subject(document: EventDocument) -> str:
 def mail_body(document: EventDocument) -> str:
     """A plain-text body."""
     return "\n".join([headline(document), "", *details(document), ""])
+
+
+# --- escalation -------------------------------------------------------------------------------
+
+
+class EscalationPolicyDocument(TypedDict):
+    """The policy an `incident.escalated` event follows."""
+
+    id: str
+    name: str
+
+
+class EscalationDetails(TypedDict):
+    """Where an `incident.escalated` event stands in its policy: `step` of `steps` (from 1),
+    and `reminder` (0 for the step itself, then 1, 2, ... for re-sends of the last step)."""
+
+    policy: EscalationPolicyDocument
+    step: int
+    steps: int
+    reminder: int
+
+
+def escalation_document(
+    *,
+    event_id: object,
+    occurred_at: datetime,
+    incident: Incident,
+    endpoint: Endpoint,
+    project_name: str,
+    policy_id: object,
+    policy_name: str,
+    step: int,
+    steps: int,
+    reminder: int,
+) -> EventDocument:
+    """An `incident.escalated` event: the opening's document, and `escalation` saying which
+    policy, which step of how many (from 1) and which reminder (0: the step itself)."""
+    document = event_document(
+        event=NotificationEvent.ESCALATED,
+        event_id=event_id,
+        occurred_at=occurred_at,
+        incident=incident,
+        endpoint=endpoint,
+        project_name=project_name,
+    )
+    document["escalation"] = {
+        "policy": {"id": str(policy_id), "name": policy_name},
+        "step": step,
+        "steps": steps,
+        "reminder": reminder,
+    }
+    return document
+
+
+def escalation_headline(document: EventDocument) -> str:
+    """`ESCALATED (step 2 of 3): name (project)`, or `STILL DOWN (reminder 1): ...`."""
+    _, endpoint, project = _about(document)
+    where = f"{endpoint['name']} ({project['name']})"
+    escalation = document["escalation"]
+    if escalation["reminder"]:
+        return f"STILL DOWN, not acknowledged (reminder {escalation['reminder']}): {where}"
+    return f"ESCALATED (step {escalation['step']} of {escalation['steps']}): {where} is down"
+
+
+def escalation_lines(document: EventDocument) -> list[str]:
+    """The escalation's line under an incident's details (none for other events)."""
+    if "escalation" not in document:
+        return []
+    escalation = document["escalation"]
+    policy = escalation["policy"]["name"]
+    return [f"Escalation policy: {policy}, step {escalation['step']} of {escalation['steps']}"]

@@ -7,6 +7,7 @@ from celery import shared_task
 
 from alerts import delivery, delivery_batch
 from alerts.delivery import DELIVER_TASK
+from alerts.services import escalation
 
 
 @shared_task(
@@ -28,3 +29,9 @@ def dispatch_deliveries() -> int:
     """Queue deliveries whose next attempt is due, or whose task was lost, and openings
     held back by a maintenance that has ended while their incident goes on."""
     return delivery.openings_release() + delivery.deliveries_dispatch()
+
+
+@shared_task(ignore_result=True, acks_late=False, soft_time_limit=50, time_limit=60)
+def run_escalations() -> int:
+    """Send the escalation steps and reminders that are due (each once)."""
+    return escalation.escalations_run()

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from alerts import views
+from alerts import escalation_pages, views
 
 urlpatterns = [
     path("alerts", views.alerts_page, name="alerts"),
@@ -32,5 +32,17 @@ urlpatterns = [
         "alerts/maintenance/<uuid:window_id>/delete",
         views.window_delete,
         name="alert-window-delete",
+    ),
+    path("escalation-policies", escalation_pages.policies_page, name="escalation-policies"),
+    path("escalation-policies/new", escalation_pages.policy_new, name="escalation-policy-create"),
+    path(
+        "escalation-policies/<uuid:policy_id>",
+        escalation_pages.policy_edit,
+        name="escalation-policy-edit",
+    ),
+    path(
+        "escalation-policies/<uuid:policy_id>/delete",
+        escalation_pages.policy_delete,
+        name="escalation-policy-delete",
     ),
 ]

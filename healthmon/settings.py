@@ -473,6 +473,12 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": 5.0,
         "options": {"expires": 10},
     },
+    # Escalation steps and reminders, within seconds of due (alerts.services.escalation).
+    "run-escalations": {
+        "task": "alerts.tasks.run_escalations",
+        "schedule": 5.0,
+        "options": {"expires": 10},
+    },
     "apply-retention": {
         "task": "analytics.tasks.apply_retention",
         "schedule": 3600.0,

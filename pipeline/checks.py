@@ -13,6 +13,7 @@ stage and calls each in turn, so the order is written down once, here:
              5. write and queue the notifications       alerts.services.notifications_queue
                 (and those of degraded endpoints and    alerts.services.degradations_queue,
                 of certificates nearing their expiry)   certificate_notifications_queue
+                and start the escalation policies       alerts.services.escalations_start
 
 Stages 1-5 share one transaction: the store stage locks the batch's endpoints (in id order,
 so two batches cannot deadlock) until the commit, so a batch delivered twice stores, counts
@@ -28,6 +29,7 @@ from django.db import transaction
 from alerts.services import (
     certificate_notifications_queue,
     degradations_queue,
+    escalations_start,
     notifications_queue,
 )
 from analytics.services import rollups_add
@@ -55,6 +57,7 @@ def checks_record(*, outcomes: Sequence[CheckOutcome]) -> int:
     crossed = certificates_advance(endpoints=stored.endpoints, outcomes=stored.outcomes)
     moved = incidents_advance(endpoints=stored.endpoints, outcomes=stored.outcomes)
     notifications_queue(opened=moved.opened, resolved=moved.resolved, endpoints=stored.endpoints)
+    escalations_start(opened=moved.opened, endpoints=stored.endpoints)
     degradations_queue(changes=moved.changes, endpoints=stored.endpoints)
     certificate_notifications_queue(warnings=crossed, endpoints=stored.endpoints)
     return len(stored.outcomes)

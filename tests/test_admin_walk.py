@@ -19,13 +19,17 @@ from django.utils import timezone
 from accounts.admin import UserAdmin
 from accounts.models import Invitation, Organization, Project, ProjectAccess, Role, User
 from accounts.services import invitation_create, organization_create
+from alerts.admin import EscalationPolicyAdmin
+from alerts.escalation_validation import StepInput
 from alerts.models import (
     Delivery,
     DeliveryAttempt,
+    Escalation,
+    EscalationStep,
     MaintenanceWindow,
     NotificationChannel,
 )
-from alerts.services import channel_create, maintenance_window_save
+from alerts.services import channel_create, escalation_policy_create, maintenance_window_save
 from apikeys.models import ApiKey
 from apikeys.services import api_key_create
 from monitoring.checks import CheckOutcome
@@ -103,6 +107,7 @@ def build_organization(n: int) -> dict[str, Any]:
     record_checks(site, [True, False, False])
     add_alerts(org, project, site, n)
     add_status_page(org, site, n)
+    add_escalation(org, project, site, n)
     return {"key": key, "users": [owner, member]}
 
 
@@ -251,8 +256,10 @@ def test_every_model_of_the_project_is_in_the_admin():
     concrete = {model for app in APPS for model in apps.get_app_config(app).get_models()}
 
     # A member's project grants are edited inline on the user's page, a status page's
-    # sections and components on the page's: rows with no life of their own.
-    assert concrete - set(MODELS) == {ProjectAccess, Section, Component}
+    # sections and components on the page's, a policy's steps on the policy's: rows with no
+    # life of their own.
+    assert concrete - set(MODELS) == {ProjectAccess, Section, Component, EscalationStep}
+    assert EscalationStep in {inline.model for inline in EscalationPolicyAdmin.inlines}
     assert ProjectAccess in {inline.model for inline in UserAdmin.inlines}
     assert {Section, Component} <= {inline.model for inline in StatusPageAdmin.inlines}
 
@@ -509,3 +516,19 @@ def test_the_organization_page_lists_users_and_projects_read_only(staff_client, 
     assert staff_client.post(url, form).status_code == 302
     assert User.objects.get(pk=cast.owner.pk).role == Role.OWNER
     assert list(Project.objects.for_org(cast.org).values_list("name", flat=True)) == ["Default"]
+
+
+def add_escalation(org: Organization, project: Project, site: Endpoint, n: int) -> None:
+    """An escalation policy paging the Slack channel (its URL a secret), and the site's
+    incident escalating by it."""
+    slack = NotificationChannel.objects.get(organization=org, kind="slack")
+    policy = escalation_policy_create(
+        organization=org,
+        name=f"On-call {n}",
+        steps=[StepInput(0, (slack,)), StepInput(5, (slack,))],
+        repeat_every_minutes=30,
+        projects=[project],
+    )
+    Escalation.objects.create(
+        incident=Incident.objects.get(endpoint=site), policy=policy, next_step=1
+    )

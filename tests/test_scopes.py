@@ -23,8 +23,9 @@ from django.utils import timezone
 
 from accounts.models import Project, Role, User
 from accounts.services import invitation_create
+from alerts.escalation_validation import StepInput
 from alerts.models import MaintenanceWindow
-from alerts.services import channel_create
+from alerts.services import channel_create, escalation_policy_create
 from apikeys.models import ApiKey, Scope
 from apikeys.permissions import HasScope
 from monitoring.models import Incident
@@ -44,6 +45,7 @@ CONTRACT: dict[str, tuple[str | None, str | None]] = {
     "audit-log": (None, None),
     "notification-channel": (None, None),
     "maintenance-window": (None, None),
+    "escalation-policy": (None, None),
     "status-page": (Scope.ENDPOINT_READ, None),
 }
 # Routes no key may use, whatever its scopes: a person's password is involved.
@@ -89,6 +91,12 @@ def fresh(cast, make_key, make_endpoint):
             ).id
         if basename == "status-page":
             return StatusPage.objects.create(organization=cast.org, name=f"S{n}", slug=f"s-{n}").id
+        if basename == "escalation-policy":
+            config = {"addresses": [f"p{n}@acme.test"], "to_members": False}
+            mail = channel_create(organization=cast.org, name=f"P{n}", kind="email", config=config)
+            return escalation_policy_create(
+                organization=cast.org, name=f"P{n}", steps=[StepInput(0, (mail,))]
+            ).id
         raise AssertionError(f"add a target factory for {basename!r}")
 
     return make

@@ -2,7 +2,7 @@
 
 from rest_framework.routers import SimpleRouter
 
-from alerts.api import views
+from alerts.api import escalation_views, views
 
 router = SimpleRouter(trailing_slash=False)
 router.register(
@@ -10,6 +10,9 @@ router.register(
 )
 router.register(
     "maintenance-windows", views.MaintenanceWindowViewSet, basename="maintenance-window"
+)
+router.register(
+    "escalation-policies", escalation_views.EscalationPolicyViewSet, basename="escalation-policy"
 )
 
 urlpatterns = router.urls

@@ -11,6 +11,14 @@ from alerts.services.channels import (
     maintenance_window_save,
     mask_channel_config,
 )
+from alerts.services.escalation import (
+    escalation_key,
+    escalation_policy_create,
+    escalation_policy_delete,
+    escalation_policy_update,
+    escalations_run,
+    escalations_start,
+)
 from alerts.services.events import (
     certificate_event_key,
     certificate_notifications_queue,
@@ -27,6 +35,12 @@ __all__ = [
     "channel_update",
     "degradations_queue",
     "deliveries_scrub",
+    "escalation_key",
+    "escalation_policy_create",
+    "escalation_policy_delete",
+    "escalation_policy_update",
+    "escalations_run",
+    "escalations_start",
     "event_key",
     "maintenance_window_delete",
     "maintenance_window_save",

@@ -22,8 +22,9 @@ from django.utils import timezone
 
 from accounts.models import Organization, Project, Role, User
 from accounts.services import invitation_create
-from alerts.models import MaintenanceWindow, NotificationChannel
-from alerts.services import channel_create, maintenance_window_save
+from alerts.escalation_validation import StepInput
+from alerts.models import EscalationPolicy, MaintenanceWindow, NotificationChannel
+from alerts.services import channel_create, escalation_policy_create, maintenance_window_save
 from apikeys.models import ApiKey
 from monitoring.models import Endpoint, Incident, Ping
 from statuspages.models import Component, Section, StatusPage
@@ -83,6 +84,7 @@ class World:
     own_window: MaintenanceWindow  # B's
     own_status_page: StatusPage  # B's
     ping: Ping  # A's, of A's endpoint: the `{ping_id}` of routes under a ping
+    own_policy: EscalationPolicy | None = None  # B's
 
     def foreign(self, model: type[models.Model]) -> models.Model:
         """One of A's rows of this model, for an id smuggled into a body or query."""
@@ -113,9 +115,10 @@ def world(cast, make_user, make_key, make_endpoint, record) -> World:
         "maintenance-window": _window(cast.org, cast.project, "A's window"),
         "status-page": _status_page(cast.org, endpoint, "a-status"),
     }
+    targets["escalation-policy"] = _policy(targets["notification-channel"], cast.project, "A's")
     by_model = {type(target): target for target in targets.values()}
     by_model[Organization] = cast.org
-    return World(
+    found = World(
         cast=cast,
         targets=targets,
         by_model=by_model,
@@ -132,6 +135,8 @@ def world(cast, make_user, make_key, make_endpoint, record) -> World:
             endpoint=endpoint, kind="log", received_at=now, method="POST", body="A's"
         ),
     )
+    found.own_policy = _policy(found.own_channel, cast.other_project, "B's")
+    return found
 
 
 def _channel(organization: Organization, project: Project, name: str) -> NotificationChannel:
@@ -217,3 +222,14 @@ def send(api: Api) -> Callable[..., Any]:
         return response
 
     return request
+
+
+def _policy(channel: NotificationChannel, project: Project, name: str) -> EscalationPolicy:
+    """An escalation policy of the channel's organization, narrowed to a project."""
+    return escalation_policy_create(
+        organization=channel.organization,
+        name=f"{name} policy",
+        steps=[StepInput(0, (channel,))],
+        repeat_every_minutes=30,
+        projects=[project],
+    )

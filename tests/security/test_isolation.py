@@ -14,8 +14,9 @@ from django.utils import timezone
 
 from accounts.models import Invitation, Project, Role, User
 from accounts.services import invitation_create
+from alerts.escalation_validation import StepInput
 from alerts.models import MaintenanceWindow, NotificationChannel
-from alerts.services import channel_create
+from alerts.services import channel_create, escalation_policy_create
 from apikeys.models import ApiKey
 from apikeys.services import api_key_create
 from monitoring.models import CheckResult, Endpoint, Incident, Ping
@@ -34,6 +35,7 @@ VALID_BODIES = {
     ("endpoint", "partial_update"): {"name": "Renamed"},
     ("notification-channel", "partial_update"): {"name": "Renamed"},
     ("maintenance-window", "partial_update"): {"name": "Renamed"},
+    ("escalation-policy", "partial_update"): {"name": "Renamed"},
     ("incident", "partial_update"): {"title": "Renamed"},
     ("incident", "updates"): {"status": "identified", "message": "On it."},
     ("incident", "notes"): {"text": "Paged the on-call."},
@@ -59,6 +61,9 @@ SMUGGLING_BODIES = {
         "ends_at": "2030-05-01T12:00:00Z",
     },
     ("PATCH", "/api/v1/maintenance-windows/{id}"): {},
+    # Its steps name channels, whose ids no static body can know: the PATCH is the exact case.
+    ("POST", "/api/v1/escalation-policies"): {"name": "Smuggled"},
+    ("PATCH", "/api/v1/escalation-policies/{id}"): {},
     ("POST", "/api/v1/incidents"): {"title": "Smuggled", "impact": "major_outage"},
 }
 # Id-valued query parameters the schema types as plain strings.
@@ -112,6 +117,7 @@ def own_object(world, path):
         "notification-channels": world.own_channel,
         "maintenance-windows": world.own_window,
         "status-pages": world.own_status_page,
+        "escalation-policies": world.own_policy,
     }
     collection = path.removeprefix("/api/v1/").split("/")[0]
     assert collection in owned, f"give B an object of its own for {path}"
@@ -196,6 +202,12 @@ def _fresh(basename, cast, make_endpoint, record):
         ).id
     if basename == "status-page":
         return StatusPage.objects.create(organization=cast.org, name=n, slug=f"s-{n}").id
+    if basename == "escalation-policy":
+        config = {"addresses": [f"{n}@acme.test"], "to_members": False}
+        channel = channel_create(organization=cast.org, name=n, kind="email", config=config)
+        return escalation_policy_create(
+            organization=cast.org, name=n, steps=[StepInput(0, (channel,))]
+        ).id
     endpoint = make_endpoint(cast.project, name=n, target="https://192.0.2.10/")
     if basename == "endpoint":
         return endpoint.id
@@ -250,6 +262,8 @@ def test_the_smuggling_bodies_are_valid_with_the_callers_own_project(api, world,
             field = {"project": own}
         elif template.startswith("/api/v1/incidents"):
             field = {"endpoints": [str(world.own_endpoint.id)]}
+        if (method, template) == ("POST", "/api/v1/escalation-policies"):
+            field["steps"] = [{"after_minutes": 0, "channels": [str(world.own_channel.id)]}]
         response = send(method, path, {**body, **field})
         assert response.status_code < 300, (method, template, response.content)
 

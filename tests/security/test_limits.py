@@ -91,6 +91,14 @@ def valid_bodies(world):
             "projects": [project],
         },
         ("PATCH", "/api/v1/maintenance-windows/{id}"): {"name": "Fresh"},
+        ("POST", "/api/v1/escalation-policies"): {
+            "name": "Fresh",
+            "steps": [
+                {"after_minutes": 0, "channels": [str(world.targets["notification-channel"].pk)]}
+            ],
+            "projects": [project],
+        },
+        ("PATCH", "/api/v1/escalation-policies/{id}"): {"name": "Fresh"},
         ("POST", "/api/v1/incidents"): {
             "title": "Fresh",
             "endpoints": [str(world.targets["endpoint"].id)],
@@ -119,6 +127,7 @@ def fill(world, template):
     owned["maintenance-windows"] = world.targets["maintenance-window"]
     owned["incidents"] = world.targets["incident"]
     owned["status-pages"] = world.targets["status-page"]
+    owned["escalation-policies"] = world.targets["escalation-policy"]
     return template.format(id=owned[template.removeprefix("/api/v1/").split("/")[0]].pk)
 
 
