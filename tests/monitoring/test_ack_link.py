@@ -11,6 +11,7 @@ import pytest
 from django.core import signing
 from django.test import Client
 
+from monitoring.ack_views import ACK_POSTS_PER_IP
 from monitoring.acknowledgement import (
     ACK_SALT,
     ack_link,
@@ -18,7 +19,6 @@ from monitoring.acknowledgement import (
     ack_token_incident_id,
     incident_acknowledge,
 )
-from monitoring.ack_views import ACK_POSTS_PER_IP
 from monitoring.incidents import incident_declare
 from monitoring.models import ActivityKind, Incident, IncidentActivity
 
@@ -62,7 +62,8 @@ def test_a_get_shows_the_incident_and_changes_nothing(client, cast, incident):
     page = text(response)
     assert "Checkout API is down" in page
     assert "2030-01-01 12:00 UTC" in page
-    assert 'method="post"' in page and "csrfmiddlewaretoken" in page
+    assert 'method="post"' in page
+    assert "csrfmiddlewaretoken" in page
     for secret in ("hunter2", "checkout.internal", "db-7", "HTTP 503", "@acme.test"):
         assert secret not in page
     assert response["Cache-Control"] == "private, no-store"
@@ -184,7 +185,8 @@ def test_a_declared_incident_names_its_endpoints(client, cast, endpoint):
 
     page = text(client.get(path(declared.pk)))
 
-    assert "Payments fail" in page and "Checkout API" in page
+    assert "Payments fail" in page
+    assert "Checkout API" in page
     assert "Card processor" not in page
 
 
@@ -228,7 +230,8 @@ def test_the_token_never_reaches_the_logs(client, incident, log_lines):
 
     logged = log_lines.text()
     assert "/ack/<token>" in logged  # Django's 4xx lines are there, masked
-    assert signature not in logged and signature[1:] not in logged
+    assert signature not in logged
+    assert signature[1:] not in logged
     assert value not in logged
 
 
