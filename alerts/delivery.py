@@ -46,7 +46,7 @@ from alerts.transport import MAX_ERROR_LENGTH, Sent, post_json
 from healthmon import metrics
 from healthmon.logging import get_logger
 from healthmon.queue import enqueue
-from monitoring.models import Endpoint, Incident
+from monitoring.models import ActivityKind, Endpoint, Incident, IncidentActivity
 
 logger = logging.getLogger(__name__)
 events = get_logger(__name__)
@@ -285,6 +285,9 @@ def _record(delivery: Delivery, sent: Sent, at: datetime) -> str:
     outcome = "retry" if status == DeliveryStatus.PENDING else status
     if moved:
         transaction.on_commit(partial(metrics.delivery_observed, outcome=outcome), robust=True)
+    if moved and status != DeliveryStatus.PENDING and delivery.incident_id is not None:
+        delivered = status == DeliveryStatus.DELIVERED
+        outcome_activity(delivery.incident_id, delivery, sent, delivered=delivered).save()
     # Never the URL, the error text or the body: a webhook's URL and its reply may hold a token.
     events.log(
         logging.INFO if sent.ok else logging.WARNING,
@@ -297,6 +300,44 @@ def _record(delivery: Delivery, sent: Sent, at: datetime) -> str:
         duration_ms=round(sent.duration_ms, 1),
     )
     return status
+
+
+# Short words for a channel's kind in timeline lines ("Slack “ops”: incident.opened delivered").
+_KIND_WORDS: dict[str, str] = {
+    ChannelKind.EMAIL: "Email",
+    ChannelKind.WEBHOOK: "Webhook",
+    ChannelKind.SLACK: "Slack",
+    ChannelKind.TEAMS: "Teams",
+    ChannelKind.DISCORD: "Discord",
+    ChannelKind.APPRISE: "Apprise",
+}
+
+
+def outcome_activity(
+    incident_id: uuid.UUID, delivery: Delivery, sent: Sent, *, delivered: bool
+) -> IncidentActivity:
+    """The incident's timeline line (unsaved) for a delivery that ended: the channel's kind
+    and name, the event, the outcome; never its URL or the error's text (either may hold a
+    secret), only an HTTP status."""
+    channel = delivery.channel
+    label = f"{_KIND_WORDS.get(channel.kind, channel.kind)} “{channel.name}”"
+    if delivered:
+        text = f"{label}: {delivery.event} delivered"
+    else:
+        tries = f"{delivery.attempts} attempt{'s' if delivery.attempts != 1 else ''}"
+        code = f" (HTTP {sent.status_code})" if sent.status_code else ""
+        text = f"{label}: {delivery.event} failed after {tries}{code}"
+    return IncidentActivity(
+        incident_id=incident_id,
+        kind=ActivityKind.DELIVERED if delivered else ActivityKind.DELIVERY_FAILED,
+        text=text[:500],
+        detail={
+            "delivery": str(delivery.pk),
+            "channel": str(channel.pk),
+            "channel_kind": channel.kind,
+            "event": delivery.event,
+        },
+    )
 
 
 def _backoff(attempt: int, base: float, cap: float = 3600.0) -> timedelta:

@@ -28,10 +28,12 @@ from alerts.delivery import (
     _record,
     _try,
     events,
+    outcome_activity,
 )
 from alerts.models import Delivery, DeliveryAttempt, DeliveryStatus, NotificationChannel
 from alerts.transport import MAX_ERROR_LENGTH, Sent
 from healthmon import metrics
+from monitoring.models import IncidentActivity
 
 
 def deliveries_attempt(*, items: Sequence[tuple[uuid.UUID, int]]) -> dict[str, int]:
@@ -128,6 +130,12 @@ def _record_successes(results: list[tuple[Delivery, Sent]], at: datetime) -> lis
         delivered_at=timezone.now(),
         next_attempt_at=None,
         last_error="",
+    )
+    # The timeline line of each delivery about an incident that this batch moved.
+    IncidentActivity.objects.bulk_create(
+        outcome_activity(delivery.incident_id, delivery, sent, delivered=True)
+        for delivery, sent in results
+        if delivery.pk in moved and delivery.incident_id is not None
     )
     for channel_id in {d.channel_id for d, _ in results}:
         _clear_failures(channel_id)

@@ -11,19 +11,23 @@ from django.conf import settings
 from django.urls import reverse
 
 from alerts.models import ChannelKind, NotificationEvent
+from monitoring.acknowledgement import ack_link
 from monitoring.certificates import CertificateWarning
-from monitoring.models import Endpoint, Incident, StatusChange
+from monitoring.incidents import incident_title
+from monitoring.models import AckVia, Endpoint, Incident, IncidentUpdate, StatusChange
 
 
 class IncidentDocument(TypedDict):
     """The incident in an event document."""
 
     id: str
-    endpoint: str
+    endpoint: str | None  # None: a declared incident (its endpoints: `endpoints`)
     started_at: str
     resolved_at: str | None
     duration_seconds: float | None
     cause: str
+    # The one-click acknowledge link while the incident is open and unacknowledged.
+    ack_url: str | None
 
 
 class EndpointDocument(TypedDict):
@@ -74,6 +78,13 @@ class EventDocument(TypedDict):
     change: NotRequired[ChangeDocument]  # `endpoint.degraded` and `endpoint.recovered` only
     certificate: NotRequired[CertificateDocument]  # `certificate.expiring` only
     escalation: NotRequired["EscalationDetails"]  # `incident.escalated` only
+    # `incident.acknowledged` and `incident.updated`: the incident's title and page, and a
+    # declared incident's endpoints (its `endpoint` and `project` are null).
+    title: NotRequired[str]
+    incident_url: NotRequired[str]
+    endpoints: NotRequired[list[EndpointDocument]]
+    acknowledgement: NotRequired["AcknowledgementDocument"]  # `incident.acknowledged` only
+    update: NotRequired["UpdateDocument"]  # `incident.updated` only
 
 
 def endpoint_link(endpoint_id: object) -> str:
@@ -84,11 +95,14 @@ def endpoint_link(endpoint_id: object) -> str:
 def _incident(incident: Incident) -> IncidentDocument:
     return {
         "id": str(incident.pk),
-        "endpoint": str(incident.endpoint_id),
+        "endpoint": str(incident.endpoint_id) if incident.endpoint_id else None,
         "started_at": incident.started_at.isoformat(),
         "resolved_at": incident.resolved_at.isoformat() if incident.resolved_at else None,
         "duration_seconds": incident.duration_seconds,
         "cause": incident.cause,
+        "ack_url": ack_link(incident.pk)
+        if incident.resolved_at is None and incident.acknowledged_at is None
+        else None,
     }
 
 
@@ -201,6 +215,8 @@ def headline(document: EventDocument) -> str:
     """One line: what happened to what."""
     if document["event"] == NotificationEvent.TEST:
         return "healthmon test notification: this channel works."
+    if "acknowledgement" in document or "update" in document:
+        return news_headline(document)
     if "change" in document:
         return _change_headline(document)
     if "certificate" in document and document["endpoint"] and document["project"]:
@@ -231,6 +247,8 @@ def details(document: EventDocument) -> list[str]:
     """The lines under the headline."""
     if document["event"] == NotificationEvent.TEST:
         return [f"Sent at {document['occurred_at']}."]
+    if "acknowledgement" in document or "update" in document:
+        return news_details(document)
     if "change" in document and document["endpoint"] is not None:
         change = document["change"]
         return [
@@ -254,7 +272,7 @@ def details(document: EventDocument) -> list[str]:
             f"Resolved: {incident['resolved_at']}",
             f"Duration: {duration_text(incident['duration_seconds'] or 0)}",
         ]
-    return [*lines, endpoint["url"]]
+    return [*lines, endpoint["url"], *ack_lines(incident)]
 
 
 def chat_body(kind: str, document: EventDocument) -> dict[str, Any]:
@@ -347,6 +365,80 @@ def escalation_document(
     return document
 
 
+# --- acknowledgements and updates ---------------------------------------------------------
+
+
+class AcknowledgementDocument(TypedDict):
+    """Who acknowledged an incident, when and how (`by`: null for a notification link)."""
+
+    at: str
+    by: str | None
+    via: str
+
+
+class UpdateDocument(TypedDict):
+    """An update posted on an incident: its status and Markdown message."""
+
+    id: str
+    status: str
+    message: str
+    created_at: str
+
+
+def incident_link(incident_id: object) -> str:
+    """The absolute URL of an incident's page."""
+    return settings.WEB_BASE_URL + reverse("incident", kwargs={"incident_id": incident_id})
+
+
+def ack_lines(incident: IncidentDocument) -> list[str]:
+    """The acknowledge line of an open, unacknowledged incident's message (else none)."""
+    return [f"Acknowledge: {incident['ack_url']}"] if incident.get("ack_url") else []
+
+
+def _news_document(
+    event: str,
+    event_id: object,
+    occurred_at: datetime,
+    incident: Incident,
+    endpoints: list[Endpoint],
+    project_name: str,
+) -> EventDocument:
+    """The shared part of `incident.acknowledged` and `incident.updated`: the incident with
+    its title and page; its endpoint and project, or a declared incident's endpoints."""
+    measured = incident.measured_endpoint if incident.endpoint_id else None
+    document = _document(event, event_id, occurred_at, incident, measured, project_name)
+    document["title"] = incident_title(incident)
+    document["incident_url"] = incident_link(incident.pk)
+    document["endpoints"] = [
+        {"id": str(e.pk), "name": e.name, "type": e.type, "url": endpoint_link(e.pk)}
+        for e in endpoints
+    ]
+    return document
+
+
+def acknowledgement_document(
+    *,
+    event_id: object,
+    incident: Incident,
+    endpoints: list[Endpoint],
+    project_name: str,
+    by_email: str | None,
+) -> EventDocument:
+    """An `incident.acknowledged` event: the incident (acknowledged: no link any more) and
+    `acknowledgement: {at, by, via}`."""
+    at = incident.acknowledged_at or incident.started_at
+    document = _news_document(
+        NotificationEvent.ACKNOWLEDGED, event_id, at, incident, endpoints, project_name
+    )
+    by = None if incident.acknowledged_via == AckVia.LINK else by_email
+    document["acknowledgement"] = {
+        "at": at.isoformat(),
+        "by": by,
+        "via": incident.acknowledged_via,
+    }
+    return document
+
+
 def escalation_headline(document: EventDocument) -> str:
     """`ESCALATED (step 2 of 3): name (project)`, or `STILL DOWN (reminder 1): ...`."""
     _, endpoint, project = _about(document)
@@ -364,3 +456,54 @@ def escalation_lines(document: EventDocument) -> list[str]:
     escalation = document["escalation"]
     policy = escalation["policy"]["name"]
     return [f"Escalation policy: {policy}, step {escalation['step']} of {escalation['steps']}"]
+
+
+def update_document(
+    *,
+    event_id: object,
+    incident: Incident,
+    update: IncidentUpdate,
+    endpoints: list[Endpoint],
+    project_name: str,
+) -> EventDocument:
+    """An `incident.updated` event: the incident (its acknowledge link while open and
+    unacknowledged) and `update: {id, status, message, created_at}`."""
+    document = _news_document(
+        NotificationEvent.UPDATED, event_id, update.created_at, incident, endpoints, project_name
+    )
+    document["update"] = {
+        "id": str(update.pk),
+        "status": update.state,
+        "message": update.message,
+        "created_at": update.created_at.isoformat(),
+    }
+    return document
+
+
+def _where(document: EventDocument) -> str:
+    """The incident's title, and its project when it has one."""
+    project = document["project"]
+    title = document.get("title", "")
+    return f"{title} ({project['name']})" if project else title
+
+
+def news_headline(document: EventDocument) -> str:
+    """`ACKNOWLEDGED: <title>` or `UPDATE (<status>): <title>`."""
+    if "update" in document:
+        return f"UPDATE ({document['update']['status']}): {_where(document)}"
+    return f"ACKNOWLEDGED: {_where(document)}"
+
+
+def news_details(document: EventDocument) -> list[str]:
+    """An update's message, or who acknowledged; the incident's page; the ack link."""
+    incident = document["incident"]
+    page = document.get("incident_url", "")
+    if "update" in document:
+        lines = [document["update"]["message"]]
+    else:
+        ack = document["acknowledgement"]
+        who = f"by {ack['by']}" if ack["by"] else "from a notification link"
+        lines = [f"Acknowledged {who} at {ack['at']}"]
+    if incident is not None:
+        lines.append(f"Since: {incident['started_at']}")
+    return [*lines, page, *(ack_lines(incident) if incident else [])]

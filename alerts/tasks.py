@@ -7,7 +7,7 @@ from celery import shared_task
 
 from alerts import delivery, delivery_batch
 from alerts.delivery import DELIVER_TASK
-from alerts.services import escalation
+from alerts.services import announcements_queue, escalation
 
 
 @shared_task(
@@ -26,9 +26,11 @@ def deliver(delivery_id: str | list[list[Any]], made: int | None = None) -> str 
 
 @shared_task(ignore_result=True, acks_late=False, soft_time_limit=50, time_limit=60)
 def dispatch_deliveries() -> int:
-    """Queue deliveries whose next attempt is due, or whose task was lost, and openings
-    held back by a maintenance that has ended while their incident goes on."""
-    return delivery.openings_release() + delivery.deliveries_dispatch()
+    """Queue deliveries whose next attempt is due, or whose task was lost, openings held
+    back by a maintenance that has ended while their incident goes on, and announcements of
+    acknowledgements and updates people made (each in its own transaction)."""
+    announced = announcements_queue()
+    return delivery.openings_release() + delivery.deliveries_dispatch() + announced
 
 
 @shared_task(ignore_result=True, acks_late=False, soft_time_limit=50, time_limit=60)

@@ -7,6 +7,7 @@ every line written while a request is answered carries it. This module imports n
 """
 
 import logging
+import re
 from typing import Any
 
 import structlog
@@ -68,6 +69,7 @@ def logging_config(*, fmt: str, level: str, quiet_ticks: bool = False) -> dict[s
         "filters": {
             "expected_unreadiness": {"()": ExpectedUnreadiness},
             "routine_at_debug": {"()": RoutineAtDebug},
+            "ack_tokens": {"()": MaskAckTokens},
         },
         "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "structured"}},
         "root": {"handlers": ["console"], "level": level.upper()},
@@ -79,7 +81,9 @@ def logging_config(*, fmt: str, level: str, quiet_ticks: bool = False) -> dict[s
             # so its lines reach the root's renderer once.
             "django": {"handlers": [], "level": "INFO", "propagate": True},
             # On the logger, not the handler, so that no handler (a test's either) sees it.
-            "django.request": {"filters": ["expected_unreadiness"]},
+            "django.request": {"filters": ["expected_unreadiness", "ack_tokens"]},
+            # A refused form's line names the path too: an acknowledge link's is a credential.
+            "django.security.csrf": {"filters": ["ack_tokens"]},
             **(
                 {name: {"filters": ["routine_at_debug"]} for name in RoutineAtDebug.LINES}
                 if quiet_ticks
@@ -99,6 +103,24 @@ class ExpectedUnreadiness(logging.Filter):
             return True
         request = getattr(record, "request", None)
         return getattr(request, "path", None) != READINESS_PATH
+
+
+class MaskAckTokens(logging.Filter):
+    """Mask the token of an acknowledge link (`/ack/<token>`) in the paths Django's request
+    lines name ("Not Found: /ack/..."): the token acknowledges an incident without a login."""
+
+    PATTERN = re.compile(r"/ack/[^/\s?#]+")
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Keep the record, its path arguments masked."""
+        if isinstance(record.args, tuple):
+            record.args = tuple(
+                self.PATTERN.sub("/ack/<token>", arg) if isinstance(arg, str) else arg
+                for arg in record.args
+            )
+        if isinstance(record.msg, str):
+            record.msg = self.PATTERN.sub("/ack/<token>", record.msg)
+        return True
 
 
 class RoutineAtDebug(logging.Filter):

@@ -21,14 +21,17 @@ from accounts.models import Project, User
 from healthmon.pages import PageForm
 from monitoring import incidents
 from monitoring.access import access_incident
+from monitoring.acknowledgement import incident_acknowledge
 from monitoring.api.incident_serializers import (
     IncidentDeclareSerializer,
     IncidentEditSerializer,
     IncidentNoteCreateSerializer,
     IncidentUpdateCreateSerializer,
 )
-from monitoring.models import Endpoint, Incident, IncidentImpact, IncidentState
+from monitoring.errors import IncidentResolved
+from monitoring.models import AckVia, Endpoint, Incident, IncidentImpact, IncidentState
 from monitoring.selectors import incidents_open_first, incidents_visible
+from monitoring.timeline import incident_timeline
 from monitoring.validation.incidents import allowed_statuses
 
 PER_PAGE = 50
@@ -121,6 +124,7 @@ def _detail_page(
         "endpoints": [incident.endpoint] if incident.endpoint else incident.endpoints.all(),
         "updates": list(reversed(incident.updates.all())),
         "notes": incident.notes.all(),
+        "timeline": incident_timeline(incident),
         "statuses": [(s, IncidentState(s).label) for s in allowed_statuses(incident)],
         "impacts": IncidentImpact.choices,
         "update_form": forms.get("update") or PageForm({"notify_subscribers": "on"}),
@@ -182,4 +186,22 @@ def incident_edit(request: HttpRequest, incident_id: str) -> HttpResponse:
         form.data = request.POST
         return _detail_page(request, incident_id, {"edit": form})
     messages.success(request, "The incident is saved.")
+    return redirect("incident", incident_id=incident.pk)
+
+
+@member_required
+@require_POST
+def incident_acknowledge_view(request: HttpRequest, incident_id: str) -> HttpResponse:
+    """Acknowledge the incident (every member who sees it may): escalation stops."""
+    user = page_user(request)
+    incident = access_incident(user, incident_id)
+    try:
+        done = incident_acknowledge(incident=incident, by=user, via=AckVia.PAGE)
+    except IncidentResolved as exc:
+        messages.error(request, exc.detail)
+    else:
+        if done.acknowledged_now:
+            messages.success(request, "The incident is acknowledged: escalation stops.")
+        else:
+            messages.info(request, "The incident was already acknowledged.")
     return redirect("incident", incident_id=incident.pk)

@@ -5,7 +5,14 @@ from django.db.models import Case, Prefetch, Value, When
 from django.db.models.fields import IntegerField
 
 from accounts.models import User
-from monitoring.models import Endpoint, Incident, IncidentNote, IncidentQuerySet, IncidentUpdate
+from monitoring.models import (
+    Endpoint,
+    Incident,
+    IncidentActivity,
+    IncidentNote,
+    IncidentQuerySet,
+    IncidentUpdate,
+)
 
 
 def incidents_visible(user: User) -> IncidentQuerySet:
@@ -21,14 +28,23 @@ def incidents_visible(user: User) -> IncidentQuerySet:
     updates = IncidentUpdate.objects.select_related("author").defer(
         "author__password", "author__last_login"
     )
+    activities = IncidentActivity.objects.select_related("actor").defer(
+        "actor__password", "actor__last_login"
+    )
     return (
         Incident.objects.visible_to(user)
-        .select_related("endpoint")
-        .defer("endpoint__target", "endpoint__config")
+        .select_related("endpoint", "acknowledged_by")
+        .defer(
+            "endpoint__target",
+            "endpoint__config",
+            "acknowledged_by__password",
+            "acknowledged_by__last_login",
+        )
         .prefetch_related(
             Prefetch("endpoints", endpoints.order_by("name", "id")),
             Prefetch("updates", updates.order_by("created_at", "id")),
             Prefetch("notes", notes.order_by("created_at", "id")),
+            Prefetch("activities", activities.order_by("at", "id")),
         )
     )
 

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from monitoring import incident_views, views
+from monitoring import ack_views, incident_views, views
 
 urlpatterns = [
     path("endpoints/new", views.endpoint_create, name="endpoint-create"),
@@ -30,4 +30,10 @@ urlpatterns = [
         name="incident-note",
     ),
     path("incidents/<uuid:incident_id>/edit", incident_views.incident_edit, name="incident-edit"),
+    path(
+        "incidents/<uuid:incident_id>/acknowledge",
+        incident_views.incident_acknowledge_view,
+        name="incident-acknowledge",
+    ),
+    path("ack/<str:token>", ack_views.ack, name="ack"),
 ]

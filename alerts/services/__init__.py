@@ -2,6 +2,7 @@
 notifications that incidents, degraded endpoints and expiring certificates raise (`events`).
 Import from the package."""
 
+from alerts.services.announcements import announcements_queue
 from alerts.services.channels import (
     channel_create,
     channel_delete,
@@ -28,6 +29,7 @@ from alerts.services.events import (
 )
 
 __all__ = [
+    "announcements_queue",
     "certificate_event_key",
     "certificate_notifications_queue",
     "channel_create",

@@ -21,6 +21,7 @@ from monitoring.models import (
     IncidentState,
     IncidentUpdate,
 )
+from monitoring.timeline import TimelineEntry, incident_timeline
 from monitoring.validation.incidents import (
     MAX_DECLARED_ENDPOINTS,
     MAX_TEXT_LENGTH,
@@ -68,6 +69,30 @@ class IncidentNoteSerializer(serializers.ModelSerializer[IncidentNote]):
         read_only_fields = fields
 
 
+class TimelineEntrySerializer(serializers.Serializer[TimelineEntry]):
+    """One line of an incident's timeline."""
+
+    at = serializers.DateTimeField(read_only=True)
+    kind = serializers.CharField(
+        read_only=True,
+        help_text="opened | declared | update | note | acknowledged | escalated | reminded | "
+        "delivered | delivery_failed | resolved",
+    )
+    text = serializers.CharField(
+        read_only=True,
+        help_text="The words: an update's or note's Markdown, or a line such as "
+        '"Slack #ops: delivered" (channel names, never their URLs or secrets).',
+    )
+    actor = NoteAuthorSerializer(
+        read_only=True, allow_null=True, help_text="The user, or null (the machinery, a link)."
+    )
+    detail = serializers.DictField(
+        read_only=True,
+        help_text="Kind-specific: an update's `{id, status}`, a note's `{id}`, an "
+        "acknowledgement's `{id, via}`, a delivery's `{id, channel, channel_kind, event}`.",
+    )
+
+
 class IncidentSerializer(serializers.ModelSerializer[Incident]):
     """An incident: `automatic` ones are opened and resolved by the checks of one
     `endpoint`; `manual` ones are declared by a person on `endpoints` and resolved by a
@@ -83,6 +108,19 @@ class IncidentSerializer(serializers.ModelSerializer[Incident]):
     duration_seconds = serializers.FloatField(read_only=True, allow_null=True)
     updates = IncidentUpdateSerializer(many=True, read_only=True)
     notes = IncidentNoteSerializer(many=True, read_only=True)
+    acknowledged_by = NoteAuthorSerializer(
+        read_only=True,
+        allow_null=True,
+        help_text="Who acknowledged it; null while unacknowledged, when acknowledged by the "
+        "link in a notification, or once that account is gone.",
+    )
+    acknowledged_via = serializers.SerializerMethodField(
+        help_text="`api`, `page` or `link`; null while unacknowledged."
+    )
+    timeline = serializers.SerializerMethodField(
+        help_text="Every line in time order: opening, updates, internal notes, "
+        "acknowledgement, escalation steps and reminders, each delivery's outcome, resolution."
+    )
 
     class Meta:
         model = Incident
@@ -102,8 +140,23 @@ class IncidentSerializer(serializers.ModelSerializer[Incident]):
             "updated_at",
             "updates",
             "notes",
+            "acknowledged_at",
+            "acknowledged_by",
+            "acknowledged_via",
+            "timeline",
         ]
         read_only_fields = fields
+
+    @extend_schema_field(serializers.ChoiceField(choices=["api", "page", "link"], allow_null=True))
+    def get_acknowledged_via(self, instance: Incident) -> str | None:
+        """How it was acknowledged, or None."""
+        return instance.acknowledged_via or None
+
+    @extend_schema_field(TimelineEntrySerializer(many=True))
+    def get_timeline(self, instance: Incident) -> list[dict[str, Any]]:
+        """The merged lines, oldest first."""
+        lines = incident_timeline(instance)
+        return list(TimelineEntrySerializer(lines, many=True).data)  # type: ignore[arg-type]
 
     def get_title(self, instance: Incident) -> str:
         """The title readers see."""

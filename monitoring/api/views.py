@@ -28,6 +28,7 @@ from apikeys.permissions import HasScope
 from healthmon.api.errors import PlainTextRenderer, ProblemJSONRenderer
 from monitoring import incidents, services
 from monitoring.access import access_endpoint, access_incident, access_ping
+from monitoring.acknowledgement import incident_acknowledge
 from monitoring.api.filters import CheckFilter, EndpointFilter, IncidentFilter
 from monitoring.api.incident_serializers import (
     IncidentDeclareSerializer,
@@ -45,7 +46,7 @@ from monitoring.api.serializers import (
     EndpointSerializer,
     PingSerializer,
 )
-from monitoring.models import CheckResult, Endpoint, Incident, Ping
+from monitoring.models import AckVia, CheckResult, Endpoint, Incident, Ping
 from monitoring.selectors import incidents_visible
 
 
@@ -315,3 +316,30 @@ class IncidentViewSet(
             incident=incident, author=caller(request), text=body.validated_data["text"]
         )
         return Response(IncidentNoteSerializer(note).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(
+        summary="Acknowledge an incident: escalation and reminders stop (every member who "
+        "sees it; a key needs `admin`)",
+        request=None,
+        responses={
+            200: IncidentSerializer,
+            409: OpenApiResponse(
+                description="The incident is resolved and was never acknowledged "
+                "(`incident_resolved`)."
+            ),
+        },
+        filters=False,
+    )
+    @action(
+        detail=True,
+        methods=["post"],
+        filterset_class=None,
+        # On-call members acknowledge too (not only owners and admins); no key scope is
+        # declared for it, so a key needs `admin`.
+        permission_classes=[HasScope],
+    )
+    def acknowledge(self, request: Request, pk: str) -> Response:
+        """Acknowledge once; again, the same acknowledgement answers and nothing changes."""
+        incident = self.get_object()
+        incident_acknowledge(incident=incident, by=caller(request), via=AckVia.API)
+        return self._answer(incident.pk)

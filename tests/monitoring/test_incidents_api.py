@@ -27,6 +27,10 @@ FIELDS = {
     "updated_at",
     "updates",
     "notes",
+    "acknowledged_at",
+    "acknowledged_by",
+    "acknowledged_via",
+    "timeline",
 }
 UPDATE_FIELDS = {"id", "status", "message", "message_html", "notify_subscribers", "created_at"}
 NOTE_FIELDS = {"id", "text", "author", "created_at"}
