@@ -60,7 +60,9 @@ def test_json_gets_the_opening_and_the_resolution_through_the_task(
     first, second = json.loads(opened.body), json.loads(resolved.body)
     assert first["title"] == f"DOWN: Checkout API ({cast.project.name})"
     assert first["message"].splitlines()[0] == "Cause: unexpected status 503"
-    assert first["message"].splitlines()[-1] == f"https://healthmon.test/endpoints/{endpoint.pk}"
+    *_, page, ack = first["message"].splitlines()
+    assert page == f"https://healthmon.test/endpoints/{endpoint.pk}"
+    assert ack.startswith("Acknowledge: https://healthmon.test/ack/")  # the incident is open
     assert first["type"] == "failure"
     assert second["title"] == f"RECOVERED: Checkout API ({cast.project.name}) after 1 min 35 s"
     assert "Duration: 1 min 35 s" in second["message"]
