@@ -23,7 +23,6 @@ from alerts.models import (
     DeliveryAttempt,
     MaintenanceWindow,
     NotificationChannel,
-    Recurrence,
 )
 from alerts.services import channel_update, maintenance_window_save
 from healthmon.errors import InvalidInput
@@ -67,14 +66,16 @@ class WindowAdminForm(ScopeForm):
     """A window's scope, and its times as the API and the page check them."""
 
     def clean(self) -> dict[str, Any]:
-        """Ends after it starts; a weekly one lasts less than a week."""
+        """Ends after it starts; its rule and zone are valid, an occurrence shorter than
+        the rule's period."""
         cleaned = super().clean()
         if cleaned.get("starts_at") and cleaned.get("ends_at"):
             try:
-                validation.maintenance_window(
+                cleaned["rrule"], cleaned["timezone"] = validation.maintenance_window(
                     starts_at=cleaned["starts_at"],
                     ends_at=cleaned["ends_at"],
-                    recurrence=cleaned.get("recurrence") or Recurrence.ONCE,
+                    rrule=cleaned.get("rrule") or "",
+                    timezone=cleaned.get("timezone") or "UTC",
                 )
             except InvalidInput as exc:
                 refuse(self, exc)
@@ -270,15 +271,16 @@ class DeliveryAttemptAdmin(_HistoryAdmin):
 @admin.register(MaintenanceWindow)
 class MaintenanceWindowAdmin(_ScopedAdmin):
     form = WindowAdminForm
-    list_display = ["name", "organization", "starts_at", "ends_at", "recurrence"]
-    list_filter = ["recurrence", "starts_at"]
+    list_display = ["name", "organization", "starts_at", "ends_at", "rrule", "timezone"]
+    list_filter = ["timezone", "starts_at"]
     date_hierarchy = "starts_at"
     fields = [
         "organization",
         "name",
         "starts_at",
         "ends_at",
-        "recurrence",
+        "rrule",
+        "timezone",
         "projects",
         "endpoints",
         "created_at",
@@ -301,5 +303,6 @@ class MaintenanceWindowAdmin(_ScopedAdmin):
             name=obj.name,
             starts_at=obj.starts_at,
             ends_at=obj.ends_at,
-            recurrence=obj.recurrence,
+            rrule=obj.rrule,
+            timezone=obj.timezone,
         )
