@@ -65,6 +65,11 @@ class ScopeForm(forms.ModelForm):
 class WindowAdminForm(ScopeForm):
     """A window's scope, and its times as the API and the page check them."""
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if "timezone" in self.fields:
+            self.fields["timezone"].required = False  # empty: UTC
+
     def clean(self) -> dict[str, Any]:
         """Ends after it starts; its rule and zone are valid, an occurrence shorter than
         the rule's period."""
@@ -74,6 +79,7 @@ class WindowAdminForm(ScopeForm):
                 cleaned["rrule"], cleaned["timezone"] = validation.maintenance_window(
                     starts_at=cleaned["starts_at"],
                     ends_at=cleaned["ends_at"],
+                    recurrence=cleaned.get("recurrence") or "",
                     rrule=cleaned.get("rrule") or "",
                     timezone=cleaned.get("timezone") or "UTC",
                 )
@@ -279,6 +285,7 @@ class MaintenanceWindowAdmin(_ScopedAdmin):
         "name",
         "starts_at",
         "ends_at",
+        "recurrence",
         "rrule",
         "timezone",
         "projects",

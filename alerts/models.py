@@ -223,6 +223,15 @@ class MaintenanceWindow(Scoped):
     def __str__(self) -> str:
         return self.name or f"{self.starts_at:%Y-%m-%d %H:%M} to {self.ends_at:%Y-%m-%d %H:%M}"
 
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        """Save; a row written the old way (`recurrence="weekly"`, no rule) gets the rule
+        `FREQ=WEEKLY`, as the migration gave the rows it found."""
+        if self.recurrence == Recurrence.WEEKLY and not self.rrule:
+            self.rrule = recurrence.WEEKLY
+            if kwargs.get("update_fields") is not None:
+                kwargs["update_fields"] = {*kwargs["update_fields"], "rrule"}
+        super().save(*args, **kwargs)
+
     def occurrences(self, start: datetime, end: datetime) -> list[tuple[datetime, datetime]]:
         """Its occurrences that overlap [start, end), unclipped, in time order (a rule's
         expanded in its time zone by `alerts.recurrence`)."""
