@@ -6,6 +6,7 @@ from celery import shared_task
 
 from alerts import delivery
 from alerts.delivery import DELIVER_TASK
+from alerts.services.schedule_events import maintenance_events_queue
 
 
 @shared_task(
@@ -22,3 +23,10 @@ def dispatch_deliveries() -> int:
     """Queue deliveries whose next attempt is due, or whose task was lost, and openings
     held back by a maintenance that has ended while their incident goes on."""
     return delivery.openings_release() + delivery.deliveries_dispatch()
+
+
+@shared_task(ignore_result=True, acks_late=False, soft_time_limit=50, time_limit=60)
+def queue_maintenance_events() -> int:
+    """Write the `maintenance.started` and `maintenance.ended` deliveries of occurrences that
+    just started or ended (beat, every 20 s)."""
+    return maintenance_events_queue()
