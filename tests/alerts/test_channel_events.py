@@ -191,7 +191,7 @@ def test_degraded_and_recovered_reach_only_the_channels_that_chose_them(
 def test_a_certificate_warning_reaches_only_the_channels_that_chose_it(
     cast, endpoint, deaf_and_hearing, django_capture_on_commit_callbacks
 ):
-    deaf, hearing = deaf_and_hearing("certificate.expiring")
+    _deaf, hearing = deaf_and_hearing("certificate.expiring")
     now = datetime.now(UTC)
     certificate = PeerCertificate(
         not_before=now - timedelta(days=80),
