@@ -165,7 +165,7 @@ EVENTS_SCHEMA = {
 
 
 @extend_schema_field(EVENTS_SCHEMA)
-class ChannelEventsField(serializers.Field):  # type: ignore[type-arg]
+class ChannelEventsField(serializers.Field):
     """The events a channel chose: names from `CHANNEL_EVENTS` (an unknown one is a 400)."""
 
     def to_internal_value(self, data: Any) -> list[str]:
@@ -428,18 +428,20 @@ class MaintenanceWindowSerializer(ScopedSerializer):
             rule = ""  # the old input alone decides
         else:
             rule = stored.rrule if stored is not None else ""
-        times = {
-            name: attrs[name] if name in attrs else getattr(stored, name, None)
-            for name in ("starts_at", "ends_at")
-        }
-        if self.failed & {"starts_at", "ends_at"} or None in times.values():
+        starts_at: datetime | None = attrs.get("starts_at", getattr(stored, "starts_at", None))
+        ends_at: datetime | None = attrs.get("ends_at", getattr(stored, "ends_at", None))
+        if self.failed & {"starts_at", "ends_at"} or starts_at is None or ends_at is None:
             # The times are refused on their own: judge the rule from a placeholder start.
-            start = times["starts_at"] or self._now()
-            times = {"starts_at": start, "ends_at": start + timedelta(seconds=1)}
+            starts_at = starts_at or self._now()
+            ends_at = starts_at + timedelta(seconds=1)
         zone = attrs.get("timezone", stored.timezone if stored is not None else "UTC")
         try:
             attrs["rrule"], attrs["timezone"] = validation.maintenance_window(
-                **times, recurrence=recurrence, rrule=rule, timezone=zone
+                starts_at=starts_at,
+                ends_at=ends_at,
+                recurrence=recurrence,
+                rrule=rule,
+                timezone=zone,
             )
         except InvalidInput as exc:
             raise field_errors(exc) from exc
