@@ -71,12 +71,16 @@ def heartbeat_late_queue(*, endpoint_ids: Sequence[uuid.UUID]) -> int:
     }
     projects = {pk: org for pk, (org, _) in rows_of.items()}
     channels = _channels_by_org(set(projects.values()))
+    heard = [
+        (endpoint, covering)
+        for endpoint in endpoints
+        if (covering := _covering(channels, projects, endpoint, NotificationEvent.HEARTBEAT_LATE))
+    ]
+    quiet = _in_maintenance([endpoint for endpoint, _ in heard], now)
     rows = []
-    for endpoint in endpoints:
-        covering = _covering(channels, projects, endpoint, NotificationEvent.HEARTBEAT_LATE)
-        if covering:
-            document = _late_document(endpoint, rows_of[endpoint.project_id][1], now)
-            rows += _rows(covering, document, now, endpoint, _quiet(endpoint, now))
+    for endpoint, covering in heard:
+        document = _late_document(endpoint, rows_of[endpoint.project_id][1], now)
+        rows += _rows(covering, document, now, endpoint, endpoint.pk in quiet)
     return _store(rows)
 
 
@@ -95,11 +99,17 @@ def _late_document(endpoint: Endpoint, project_name: str, now: datetime) -> mess
     )
 
 
-def _quiet(endpoint: Endpoint, now: datetime) -> bool:
-    """Whether a maintenance window of the endpoint covers the lateness (its deadline)."""
-    moment = endpoint.late_after or now
-    windows = maintenance_intervals([endpoint], moment, moment + timedelta(microseconds=1))
-    return bool(windows.get(endpoint.pk))
+def _in_maintenance(endpoints: Sequence[Endpoint], now: datetime) -> set[uuid.UUID]:
+    """Ids of the endpoints whose lateness (its deadline) falls in one of their maintenance
+    windows: one read of the windows for all."""
+    if not endpoints:
+        return set()
+    moments = {endpoint.pk: endpoint.late_after or now for endpoint in endpoints}
+    start, end = min(moments.values()), max(moments.values()) + timedelta(microseconds=1)
+    windows = maintenance_intervals(endpoints, start, end)
+    return {
+        pk for pk, moment in moments.items() if any(s <= moment < e for s, e in windows.get(pk, ()))
+    }
 
 
 def _rows(
