@@ -169,6 +169,7 @@ class NotificationChannelAdmin(_ScopedAdmin):
         "kind",
         "config_masked",
         "enabled",
+        "events",
         "projects",
         "endpoints",
         "consecutive_failures",
@@ -181,6 +182,7 @@ class NotificationChannelAdmin(_ScopedAdmin):
         "organization",
         "kind",
         "config_masked",
+        "events",  # chosen through the API and the page, which check the names
         "consecutive_failures",
         "failing_since",
         "created_at",
