@@ -26,7 +26,6 @@ from alerts.models import (
     EscalationStep,
     MaintenanceWindow,
     NotificationChannel,
-    Recurrence,
 )
 from alerts.services import channel_update, escalation_policy_delete, maintenance_window_save
 from healthmon.errors import InvalidInput
@@ -69,15 +68,23 @@ class ScopeForm(forms.ModelForm):
 class WindowAdminForm(ScopeForm):
     """A window's scope, and its times as the API and the page check them."""
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if "timezone" in self.fields:
+            self.fields["timezone"].required = False  # empty: UTC
+
     def clean(self) -> dict[str, Any]:
-        """Ends after it starts; a weekly one lasts less than a week."""
+        """Ends after it starts; its rule and zone are valid, an occurrence shorter than
+        the rule's period."""
         cleaned = super().clean()
         if cleaned.get("starts_at") and cleaned.get("ends_at"):
             try:
-                validation.maintenance_window(
+                cleaned["rrule"], cleaned["timezone"] = validation.maintenance_window(
                     starts_at=cleaned["starts_at"],
                     ends_at=cleaned["ends_at"],
-                    recurrence=cleaned.get("recurrence") or Recurrence.ONCE,
+                    recurrence=cleaned.get("recurrence") or "",
+                    rrule=cleaned.get("rrule") or "",
+                    timezone=cleaned.get("timezone") or "UTC",
                 )
             except InvalidInput as exc:
                 refuse(self, exc)
@@ -165,6 +172,7 @@ class NotificationChannelAdmin(_ScopedAdmin):
         "kind",
         "config_masked",
         "enabled",
+        "events",
         "projects",
         "endpoints",
         "consecutive_failures",
@@ -177,6 +185,7 @@ class NotificationChannelAdmin(_ScopedAdmin):
         "organization",
         "kind",
         "config_masked",
+        "events",  # chosen through the API and the page, which check the names
         "consecutive_failures",
         "failing_since",
         "created_at",
@@ -273,8 +282,8 @@ class DeliveryAttemptAdmin(_HistoryAdmin):
 @admin.register(MaintenanceWindow)
 class MaintenanceWindowAdmin(_ScopedAdmin):
     form = WindowAdminForm
-    list_display = ["name", "organization", "starts_at", "ends_at", "recurrence"]
-    list_filter = ["recurrence", "starts_at"]
+    list_display = ["name", "organization", "starts_at", "ends_at", "rrule", "timezone"]
+    list_filter = ["timezone", "starts_at"]
     date_hierarchy = "starts_at"
     fields = [
         "organization",
@@ -282,6 +291,8 @@ class MaintenanceWindowAdmin(_ScopedAdmin):
         "starts_at",
         "ends_at",
         "recurrence",
+        "rrule",
+        "timezone",
         "projects",
         "endpoints",
         "created_at",
@@ -304,7 +315,8 @@ class MaintenanceWindowAdmin(_ScopedAdmin):
             name=obj.name,
             starts_at=obj.starts_at,
             ends_at=obj.ends_at,
-            recurrence=obj.recurrence,
+            rrule=obj.rrule,
+            timezone=obj.timezone,
         )
 
 

@@ -12,11 +12,13 @@ from django import forms
 from django.utils import timezone
 
 from accounts.models import Project, User
+from alerts import recurrence as recurrence_rule
 from alerts import validation
-from alerts.models import URL_KINDS, ChannelKind, Recurrence
+from alerts.models import CHANNEL_EVENTS, URL_KINDS, ChannelKind, NotificationEvent, Recurrence
 from healthmon.errors import NON_FIELD, InvalidInput
 
 _ADDRESS_SEPARATORS = re.compile(r"[\s,;]+")
+EVENT_CHOICES = [(event, NotificationEvent(event).label) for event in CHANNEL_EVENTS]
 
 
 def refuse(form: forms.BaseForm, exc: InvalidInput) -> None:
@@ -56,8 +58,26 @@ class ChannelForm(_ScopedForm):
     url = forms.CharField(max_length=2048, required=False, strip=True)
     addresses = forms.CharField(max_length=5000, required=False)
     to_members = forms.BooleanField(required=False)
+    # The events it is sent; `events_shown` tells an empty choice from a form without them
+    # (which keeps every event).
+    events = forms.MultipleChoiceField(choices=EVENT_CHOICES, required=False)
+    events_shown = forms.BooleanField(required=False)
 
     config: dict[str, Any]
+
+    @property
+    def chosen_events(self) -> list[str]:
+        """The events to show ticked: as posted, every one on a new form."""
+        if not self.is_bound:
+            return list(CHANNEL_EVENTS)
+        return self.data.getlist("events") if hasattr(self.data, "getlist") else []
+
+    @property
+    def channel_events(self) -> list[str] | None:
+        """The events chosen (None: the form did not show them, every event)."""
+        if not self.cleaned_data.get("events_shown"):
+            return None
+        return validation.channel_events(list(self.cleaned_data.get("events") or []))
 
     def clean(self) -> dict[str, Any]:
         """The kind's config, as the validation checks it (`config` once valid)."""
@@ -89,26 +109,47 @@ class UTCDateTimeField(forms.DateTimeField):
 
 
 class WindowForm(_ScopedForm):
-    """A new maintenance window, once or weekly."""
+    """A new maintenance window: once, weekly, or by an RFC 5545 rule, its times read in
+    its time zone."""
 
     name = forms.CharField(max_length=200, required=False)
     starts_at = UTCDateTimeField()
     ends_at = UTCDateTimeField()
     weekly = forms.BooleanField(required=False)
+    rrule = forms.CharField(max_length=500, required=False, strip=True)
+    timezone = forms.CharField(max_length=64, required=False, strip=True)
+
+    rule: str = ""
 
     def clean(self) -> dict[str, Any]:
-        """Ends after it starts; a weekly one lasts less than a week."""
+        """Ends after it starts; its rule and zone are valid, each occurrence shorter than
+        the rule's period. The times typed are wall-clock times in the zone."""
         cleaned = super().clean() or self.cleaned_data
+        zone_name = cleaned.get("timezone") or "UTC"
+        cleaned["timezone"] = zone_name
         if cleaned.get("starts_at") and cleaned.get("ends_at"):
+            self._in_zone(cleaned, zone_name)
             try:
-                validation.maintenance_window(
+                self.rule, _ = validation.maintenance_window(
                     starts_at=cleaned["starts_at"],
                     ends_at=cleaned["ends_at"],
                     recurrence=self.recurrence,
+                    rrule=cleaned.get("rrule") or "",
+                    timezone=zone_name,
                 )
             except InvalidInput as exc:
                 refuse(self, exc)
         return cleaned
+
+    @staticmethod
+    def _in_zone(cleaned: dict[str, Any], zone_name: str) -> None:
+        """Read the times typed (parsed as UTC) as wall-clock times in the zone, if known."""
+        try:
+            zone = recurrence_rule.zone_of(zone_name)
+        except ValueError:
+            return  # refused with the rest
+        for name in ("starts_at", "ends_at"):
+            cleaned[name] = cleaned[name].replace(tzinfo=zone).astimezone(UTC)
 
     @property
     def recurrence(self) -> str:

@@ -6,10 +6,8 @@ from collections.abc import Sequence
 from datetime import datetime
 from uuid import UUID
 
-from django.db.models import Q
-
 from accounts.models import Project
-from alerts.models import MaintenanceWindow, Recurrence, load_scopes
+from alerts.models import MaintenanceWindow, load_scopes, may_overlap
 from healthmon.intervals import Interval, Window, clip, merge
 from monitoring.models import Endpoint
 
@@ -23,7 +21,7 @@ def _windows(
     windows = list(
         MaintenanceWindow.objects.filter(
             organization_id__in=projects.values("organization_id"), starts_at__lt=end
-        ).filter(Q(recurrence=Recurrence.WEEKLY) | Q(ends_at__gt=start))
+        ).filter(may_overlap(start))
     )
     if not windows:
         return []

@@ -10,7 +10,7 @@ from typing import Any, NotRequired, TypedDict
 from django.conf import settings
 from django.urls import reverse
 
-from alerts.models import ChannelKind, NotificationEvent
+from alerts.models import ChannelKind, MaintenanceWindow, NotificationEvent
 from monitoring.acknowledgement import ack_link
 from monitoring.certificates import CertificateWarning
 from monitoring.incidents import incident_title
@@ -85,6 +85,8 @@ class EventDocument(TypedDict):
     endpoints: NotRequired[list[EndpointDocument]]
     acknowledgement: NotRequired["AcknowledgementDocument"]  # `incident.acknowledged` only
     update: NotRequired["UpdateDocument"]  # `incident.updated` only
+    heartbeat: NotRequired["HeartbeatDocument"]  # `heartbeat.late` only
+    maintenance: NotRequired["MaintenanceDocument"]  # `maintenance.started` and `.ended` only
 
 
 def endpoint_link(endpoint_id: object) -> str:
@@ -217,6 +219,8 @@ def headline(document: EventDocument) -> str:
         return "healthmon test notification: this channel works."
     if "acknowledgement" in document or "update" in document:
         return news_headline(document)
+    if "heartbeat" in document or "maintenance" in document:
+        return schedule_headline(document)
     if "change" in document:
         return _change_headline(document)
     if "certificate" in document and document["endpoint"] and document["project"]:
@@ -249,6 +253,8 @@ def details(document: EventDocument) -> list[str]:
         return [f"Sent at {document['occurred_at']}."]
     if "acknowledgement" in document or "update" in document:
         return news_details(document)
+    if "heartbeat" in document or "maintenance" in document:
+        return schedule_details(document)
     if "change" in document and document["endpoint"] is not None:
         change = document["change"]
         return [
@@ -361,6 +367,64 @@ def escalation_document(
         "step": step,
         "steps": steps,
         "reminder": reminder,
+    }
+    return document
+
+
+# --- heartbeat.late, maintenance.started and maintenance.ended --------------------------------
+
+
+class HeartbeatDocument(TypedDict):
+    """The missed ping of a `heartbeat.late` event."""
+
+    expected_at: str  # when a ping was due (the lateness deadline)
+    grace_seconds: int  # how much later the heartbeat goes down and opens an incident
+    down_at: str | None  # that moment
+
+
+class MaintenanceScopeDocument(TypedDict):
+    """What a window covers, by name (both empty: the whole organization)."""
+
+    projects: list[str]
+    endpoints: list[str]
+
+
+class MaintenanceDocument(TypedDict):
+    """The occurrence of a maintenance window a `maintenance.*` event tells of."""
+
+    id: str
+    name: str
+    starts_at: str
+    ends_at: str
+    rrule: str | None
+    timezone: str
+    scope: MaintenanceScopeDocument
+
+
+def heartbeat_late_document(
+    *,
+    event_id: object,
+    occurred_at: datetime,
+    endpoint: Endpoint,
+    project_name: str,
+    expected_at: datetime,
+    grace_seconds: int,
+    down_at: datetime | None,
+) -> EventDocument:
+    """A `heartbeat.late` event: the endpoint and project, when a ping was expected and the
+    grace left before it goes down (no incident: late is no downtime yet)."""
+    document = event_document(
+        event=NotificationEvent.HEARTBEAT_LATE,
+        event_id=event_id,
+        occurred_at=occurred_at,
+        incident=None,
+        endpoint=endpoint,
+        project_name=project_name,
+    )
+    document["heartbeat"] = {
+        "expected_at": expected_at.isoformat(),
+        "grace_seconds": grace_seconds,
+        "down_at": down_at.isoformat() if down_at else None,
     }
     return document
 
@@ -507,3 +571,61 @@ def news_details(document: EventDocument) -> list[str]:
     if incident is not None:
         lines.append(f"Since: {incident['started_at']}")
     return [*lines, page, *(ack_lines(incident) if incident else [])]
+
+
+def maintenance_document(
+    *,
+    event: str,
+    event_id: object,
+    occurred_at: datetime,
+    window: MaintenanceWindow,
+    starts_at: datetime,
+    ends_at: datetime,
+    scope: MaintenanceScopeDocument,
+) -> EventDocument:
+    """A `maintenance.started` or `maintenance.ended` event: the window's name, the
+    occurrence's start and end, and the names of what it covers."""
+    document = _document(event, event_id, occurred_at, None, None, "")
+    document["maintenance"] = {
+        "id": str(window.pk),
+        "name": window.name or "Scheduled maintenance",
+        "starts_at": starts_at.isoformat(),
+        "ends_at": ends_at.isoformat(),
+        "rrule": window.rrule or None,
+        "timezone": window.timezone,
+        "scope": scope,
+    }
+    return document
+
+
+def schedule_headline(document: EventDocument) -> str:
+    """The headline of a `heartbeat.late` or `maintenance.*` event."""
+    if "maintenance" in document:
+        name = document["maintenance"]["name"]
+        if document["event"] == NotificationEvent.MAINTENANCE_STARTED:
+            return f"MAINTENANCE STARTED: {name}"
+        return f"MAINTENANCE ENDED: {name}"
+    endpoint, project = document["endpoint"], document["project"]
+    if endpoint is None or project is None:
+        raise ValueError(f"A {document['event']} event names no endpoint.")
+    return f"LATE: {endpoint['name']} ({project['name']}) missed its expected ping"
+
+
+def schedule_details(document: EventDocument) -> list[str]:
+    """The lines of a `heartbeat.late` or `maintenance.*` event."""
+    if "maintenance" in document:
+        window = document["maintenance"]
+        names = window["scope"]["projects"] + window["scope"]["endpoints"]
+        return [
+            f"From: {window['starts_at']}",
+            f"Until: {window['ends_at']}",
+            f"Covers: {', '.join(names) if names else 'the whole organization'}",
+        ]
+    heartbeat, endpoint = document["heartbeat"], document["endpoint"]
+    lines = [
+        f"Expected: {heartbeat['expected_at']}",
+        f"Grace: {duration_text(heartbeat['grace_seconds'])}",
+    ]
+    if heartbeat["down_at"]:
+        lines.append(f"Down (and an incident) at: {heartbeat['down_at']} unless it pings")
+    return [*lines, endpoint["url"]] if endpoint else lines

@@ -10,6 +10,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from accounts.models import Organization, Project, User
+from alerts import recurrence
 from healthmon.encryption import EncryptedJSONField, EncryptedTextField
 from monitoring.models import Endpoint, Incident, visible_project_ids
 
@@ -177,6 +178,10 @@ class NotificationChannel(Scoped):
     def __str__(self) -> str:
         return self.name
 
+    def hears(self, event: str) -> bool:
+        """Whether it chose the event (escalation steps and tests ask no such question)."""
+        return event in (self.events or ())
+
 
 class Recurrence(models.TextChoices):
     """How a maintenance window repeats ("" = once)."""
@@ -187,9 +192,11 @@ class Recurrence(models.TextChoices):
 
 class MaintenanceWindow(Scoped):
     """Planned work: checks go on, incident notifications are held back, and downtime
-    inside the window counts in no uptime or SLA figure. A weekly window repeats every
-    seven days (in UTC) from its first occurrence, `starts_at` to `ends_at`. Its rules
-    are `alerts.validation.maintenance_window`'s."""
+    inside the window counts in no uptime or SLA figure. A recurring window repeats by its
+    RFC 5545 `rrule`, read in `timezone` from `starts_at`'s wall-clock time, each occurrence
+    as long (in wall-clock time) as the first, `starts_at` to `ends_at`. Its rules are
+    `alerts.validation.maintenance_window`'s. `recurrence` is the old column, kept in step
+    ("weekly" for exactly `FREQ=WEEKLY`) and read by nothing."""
 
     name = models.CharField(max_length=200, blank=True)
     starts_at = models.DateTimeField()
@@ -216,34 +223,49 @@ class MaintenanceWindow(Scoped):
     def __str__(self) -> str:
         return self.name or f"{self.starts_at:%Y-%m-%d %H:%M} to {self.ends_at:%Y-%m-%d %H:%M}"
 
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        """Save; a row written the old way (`recurrence="weekly"`, no rule) gets the rule
+        `FREQ=WEEKLY`, as the migration gave the rows it found."""
+        if self.recurrence == Recurrence.WEEKLY and not self.rrule:
+            self.rrule = recurrence.WEEKLY
+            if kwargs.get("update_fields") is not None:
+                kwargs["update_fields"] = {*kwargs["update_fields"], "rrule"}
+        super().save(*args, **kwargs)
+
     def occurrences(self, start: datetime, end: datetime) -> list[tuple[datetime, datetime]]:
-        """Its occurrences that overlap [start, end), unclipped, in time order."""
-        length = self.ends_at - self.starts_at
-        if self.recurrence != Recurrence.WEEKLY:
+        """Its occurrences that overlap [start, end), unclipped, in time order (a rule's
+        expanded in its time zone by `alerts.recurrence`)."""
+        if not self.rrule:
             first = self.starts_at if self.starts_at < end and self.ends_at > start else None
             return [] if first is None else [(self.starts_at, self.ends_at)]
-        # The first occurrence that ends after `start`.
-        skipped = max(0, (start - self.ends_at) // WEEK + 1) if self.ends_at <= start else 0
-        found = []
-        moment = self.starts_at + skipped * WEEK
-        while moment < end:
-            if moment + length > start:
-                found.append((moment, moment + length))
-            moment += WEEK
-        return found
+        return recurrence.expand(
+            rule=self.rrule,
+            zone_name=self.timezone,
+            starts_at=self.starts_at,
+            ends_at=self.ends_at,
+            start=start,
+            end=end,
+        )
 
     def next_start(self, now: datetime) -> datetime | None:
         """The start of its next occurrence at or after now, if any."""
         if self.starts_at >= now:
             return self.starts_at
-        if self.recurrence != Recurrence.WEEKLY:
+        if not self.rrule:
             return None
-        weeks = -((self.starts_at - now) // WEEK)  # rounded up: at or after now
-        return self.starts_at + weeks * WEEK
+        return recurrence.next_start(
+            rule=self.rrule, zone_name=self.timezone, starts_at=self.starts_at, now=now
+        )
 
     def active_at(self, moment: datetime) -> bool:
         """Whether an occurrence covers a moment."""
         return bool(self.occurrences(moment, moment + timedelta(microseconds=1)))
+
+
+def may_overlap(start: datetime) -> Q:
+    """Windows that may have an occurrence ending after `start`: recurring ones (which
+    may have started long before), and one-off ones ending after it."""
+    return ~Q(rrule="") | Q(ends_at__gt=start)
 
 
 class DeliveryStatus(models.TextChoices):

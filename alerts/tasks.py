@@ -8,6 +8,7 @@ from celery import shared_task
 from alerts import delivery, delivery_batch
 from alerts.delivery import DELIVER_TASK
 from alerts.services import announcements_queue, escalation
+from alerts.services.schedule_events import maintenance_events_queue
 
 
 @shared_task(
@@ -37,3 +38,10 @@ def dispatch_deliveries() -> int:
 def run_escalations() -> int:
     """Send the escalation steps and reminders that are due (each once)."""
     return escalation.escalations_run()
+
+
+@shared_task(ignore_result=True, acks_late=False, soft_time_limit=50, time_limit=60)
+def queue_maintenance_events() -> int:
+    """Write the `maintenance.started` and `maintenance.ended` deliveries of occurrences that
+    just started or ended (beat, every 20 s)."""
+    return maintenance_events_queue()

@@ -11,15 +11,17 @@ transport checks the address it connects to, every time.
 """
 
 from collections.abc import Mapping, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 
 from accounts.models import Project, normalize_email
+from alerts import recurrence as recurrence_rule
 from alerts.apprise_transport import checked_apprise_url
 from alerts.models import (
+    CHANNEL_EVENTS,
     MAX_ADDRESSES,
     URL_KINDS,
     WEEK,
@@ -42,6 +44,7 @@ MASKED_URL = (
 )
 ENDS_BEFORE_START = "Must be after starts_at."
 WEEKLY_TOO_LONG = "A weekly window lasts less than 7 days."
+RECURRENCE_AND_RRULE = "recurrence weekly is rrule FREQ=WEEKLY: give one, or rrule alone."
 OTHER_ORGANIZATION = "Only projects and endpoints of the same organization."
 # The JSON type errors, worded as the API's other fields word them.
 NULL = "This field may not be null."
@@ -169,18 +172,72 @@ def channel_kind(kind: str, *, stored: NotificationChannel) -> None:
 # --- maintenance windows ----------------------------------------------------------------------
 
 
-def maintenance_window(*, starts_at: datetime, ends_at: datetime, recurrence: str) -> None:
-    """A window ends after it starts; a weekly one lasts less than a week (its occurrences
-    would overlap otherwise)."""
+def maintenance_window(
+    *,
+    starts_at: datetime,
+    ends_at: datetime,
+    recurrence: str = Recurrence.ONCE,
+    rrule: str = "",
+    timezone: str = "UTC",
+) -> tuple[str, str]:
+    """A window ends after it starts; its rule (`rrule`, or the old `recurrence: weekly`,
+    which is `FREQ=WEEKLY`) is a valid RFC 5545 rule that occurs, HOURLY or coarser, each
+    occurrence shorter than the rule's period; its zone is an IANA name. Returns the rule
+    as stored ("" once) and the zone."""
     errors: FieldErrors = {}
     if recurrence not in Recurrence.values:
         errors["recurrence"] = [f'"{recurrence}" is not a valid choice.']
+    rule = recurrence_rule.normalized(rrule)
+    if recurrence == Recurrence.WEEKLY and rule not in ("", recurrence_rule.WEEKLY):
+        errors["recurrence"] = [RECURRENCE_AND_RRULE]
+    elif recurrence == Recurrence.WEEKLY:
+        rule = recurrence_rule.WEEKLY
+    try:
+        recurrence_rule.zone_of(timezone)
+    except ValueError as exc:
+        errors["timezone"] = [str(exc)]
+    if rule and (
+        problem := recurrence_rule.rule_error(rule, starts_at=starts_at, zone_name=timezone)
+    ):
+        errors["rrule"] = [problem]
     if ends_at <= starts_at:
         errors["ends_at"] = [ENDS_BEFORE_START]
-    elif recurrence == Recurrence.WEEKLY and ends_at - starts_at >= WEEK:
-        errors["ends_at"] = [WEEKLY_TOO_LONG]
+    elif rule and "rrule" not in errors and (span := _too_long(rule, ends_at - starts_at)):
+        errors["ends_at"] = [span]
     if errors:
         raise InvalidInput(errors)
+    return rule, timezone
+
+
+def _too_long(rule: str, length: timedelta) -> str:
+    """Why a recurring window is too long for its rule ("" when it is not)."""
+    longest = recurrence_rule.longest_span(rule)
+    if longest is None or length < longest:
+        return ""
+    if longest == WEEK:
+        return WEEKLY_TOO_LONG
+    return f"A window repeating {recurrence_rule.frequency(rule)} lasts less than {longest}."
+
+
+def channel_events(value: Any) -> list[str]:
+    """The events a channel chose: a list of names from `CHANNEL_EVENTS`, without repeats,
+    in that list's order (empty: only escalation steps and tests reach it)."""
+    if not isinstance(value, list):
+        kind = type(value).__name__
+        raise InvalidInput(
+            {
+                "events": [
+                    NULL if value is None else f'Expected a list of items but got type "{kind}".'
+                ]
+            }
+        )
+    unknown = [repr(item) for item in value if item not in CHANNEL_EVENTS]
+    if unknown:
+        known = ", ".join(CHANNEL_EVENTS)
+        raise InvalidInput(
+            {"events": [f"Unknown event {', '.join(unknown)}: choose among {known}."]}
+        )
+    return [event for event in CHANNEL_EVENTS if event in value]
 
 
 # --- scope ------------------------------------------------------------------------------------

@@ -23,6 +23,7 @@ from alerts.access import access_channel, access_maintenance_window
 from alerts.errors import TestTooSoon
 from alerts.forms import ChannelForm, WindowForm
 from alerts.models import (
+    CHANNEL_EVENTS,
     ChannelKind,
     Delivery,
     DeliveryStatus,
@@ -54,7 +55,7 @@ def _windows(user: User, now: datetime) -> list[MaintenanceWindow]:
     windows = list(MaintenanceWindow.objects.visible_to(user))
     for window in windows:
         window.in_progress = window.active_at(now)
-        window.ended = not window.recurrence and window.ends_at <= now
+        window.ended = not window.in_progress and window.next_start(now) is None
     return windows
 
 
@@ -92,6 +93,7 @@ def _page(
         "windows": windows,
         "projects": projects,
         "kinds": ChannelKind.choices,
+        "all_events": CHANNEL_EVENTS,
         "channel_form": channel_form or ChannelForm(user=user),
         "window_form": window_form or WindowForm(user=user),
         "created": created,
@@ -124,6 +126,7 @@ def channel_new(request: HttpRequest) -> HttpResponse:
         kind=data["kind"],
         config=form.config,
         projects=list(data["projects"]),
+        events=form.channel_events,
     )
     if channel.kind == ChannelKind.WEBHOOK:
         return _page(request, created=channel)
@@ -183,7 +186,7 @@ def channel_delete(request: HttpRequest, channel_id: str) -> HttpResponse:
 @manager_required
 @require_POST
 def window_new(request: HttpRequest) -> HttpResponse:
-    """Plan a maintenance window (times in UTC)."""
+    """Plan a maintenance window (times in its time zone, UTC by default)."""
     user = page_user(request)
     form = WindowForm(request.POST, user=user)
     if not form.is_valid():
@@ -194,7 +197,8 @@ def window_new(request: HttpRequest) -> HttpResponse:
         name=data["name"],
         starts_at=data["starts_at"],
         ends_at=data["ends_at"],
-        recurrence=form.recurrence,
+        rrule=form.rule,
+        timezone=data["timezone"],
         projects=list(data["projects"]),
     )
     messages.success(request, f"The maintenance window {window} is planned.")

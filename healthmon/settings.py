@@ -485,6 +485,12 @@ CELERY_BEAT_SCHEDULE = {
         "options": {"expires": 1800},
     },
 }
+# Maintenance occurrences that started or ended become `maintenance.*` deliveries.
+CELERY_BEAT_SCHEDULE["queue-maintenance-events"] = {
+    "task": "alerts.tasks.queue_maintenance_events",
+    "schedule": 20.0,
+    "options": {"expires": 20},
+}
 if CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
     # An unacknowledged batch (its worker died) goes back to the queue after this long:
     # longer than a batch may run (90 s), shorter than it lives before expiring (300 s).

@@ -30,6 +30,7 @@ from uuid import UUID
 from django.db import IntegrityError, transaction
 from django.db.models import OuterRef, Subquery
 
+from alerts.services.schedule_events import heartbeat_late_queue
 from healthmon.db import update_each
 from monitoring.checks import CheckOutcome
 from monitoring.heartbeats import (
@@ -286,8 +287,9 @@ def _deadlines_set(
 
 def heartbeat_deadlines_run(*, now: datetime) -> tuple[int, int]:
     """Process the pings stored since the last run, then turn heartbeats past their period
-    late, and late ones past their grace down (a failed check `no ping since ...`, which
-    opens the incident); (late, down) counts.
+    late (a `heartbeat.late` delivery per channel, in the same transaction), and late ones
+    past their grace down (a failed check `no ping since ...`, which opens the incident);
+    (late, down) counts.
 
     Each flip is a conditional UPDATE in its own short transaction: loops racing each
     other, or a loop run twice, flip each heartbeat once; neither flips a heartbeat with
@@ -298,6 +300,7 @@ def heartbeat_deadlines_run(*, now: datetime) -> tuple[int, int]:
         pass  # a backlog: process it batch after batch, within the task's time
     with transaction.atomic():
         late = heartbeats_flip_late(now=now)
+        heartbeat_late_queue(endpoint_ids=late)
     with transaction.atomic():
         overdue = heartbeats_claim_overdue(now=now)
         checks_record(

@@ -16,7 +16,7 @@ from django.db import connection
 from django.db.models import Q
 from django.db.models.functions import TruncDate
 
-from alerts.models import MaintenanceWindow, Recurrence, load_scopes
+from alerts.models import MaintenanceWindow, load_scopes, may_overlap
 from analytics.models import DayRollup, HourRollup
 from analytics.rows import SeriesPoint
 from analytics.selectors import series, series_points
@@ -190,8 +190,8 @@ def _maintenances(
     end = now + timedelta(days=UPCOMING_DAYS)
     windows = list(
         MaintenanceWindow.objects.filter(organization_id=page.organization_id, starts_at__lt=end)
-        .filter(Q(recurrence=Recurrence.WEEKLY) | Q(ends_at__gt=now))
-        .only("id", "name", "starts_at", "ends_at", "recurrence")
+        .filter(may_overlap(now))
+        .only("id", "name", "starts_at", "ends_at", "rrule", "timezone")
     )
     load_scopes(windows)
     found = []

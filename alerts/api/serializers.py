@@ -1,7 +1,7 @@
 """Request parsing and response shapes of the alerts API: notification channels, their
 deliveries, and maintenance windows."""
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.utils import timezone
@@ -11,6 +11,7 @@ from rest_framework import serializers
 from accounts.api.serializers import NameField, ProjectIdsField
 from alerts import validation
 from alerts.models import (
+    CHANNEL_EVENTS,
     MAX_ADDRESSES,
     ChannelKind,
     Delivery,
@@ -23,6 +24,7 @@ from alerts.models import (
     ScopeIds,
     load_scopes,
 )
+from alerts.recurrence import WEEKLY as WEEKLY_RULE
 from healthmon.api.errors import field_errors
 from healthmon.api.serializers import AllErrorsMixin
 from healthmon.errors import InvalidInput
@@ -31,7 +33,6 @@ from monitoring.models import Endpoint
 from monitoring.targets import MAX_TARGET_LENGTH
 
 MAX_SCOPE_IDS = 500
-WINDOW_TIMES = {"starts_at", "ends_at", "recurrence"}
 
 # --- scope: the projects and endpoints a channel or window is narrowed to ---------------------
 
@@ -155,6 +156,30 @@ class ChannelConfigField(serializers.DictField):
         return instance.config_masked
 
 
+EVENTS_SCHEMA = {
+    "type": "array",
+    "items": {"type": "string", "enum": CHANNEL_EVENTS},
+    "description": "The events the channel is sent (default: all; empty: none but "
+    "escalation steps and tests).",
+}
+
+
+@extend_schema_field(EVENTS_SCHEMA)
+class ChannelEventsField(serializers.Field):
+    """The events a channel chose: names from `CHANNEL_EVENTS` (an unknown one is a 400)."""
+
+    def to_internal_value(self, data: Any) -> list[str]:
+        """Check the list; without repeats, in `CHANNEL_EVENTS` order."""
+        try:
+            return validation.channel_events(data)
+        except InvalidInput as exc:
+            raise serializers.ValidationError(exc.errors["events"]) from exc
+
+    def to_representation(self, value: Any) -> list[str]:
+        """As stored."""
+        return list(value or [])
+
+
 # --- channels ---------------------------------------------------------------------------------
 
 
@@ -168,6 +193,7 @@ class NotificationChannelSerializer(ScopedSerializer):
     )
     config = ChannelConfigField()
     enabled = StrictBooleanField(default=True, help_text="A disabled channel sends nothing.")
+    events = ChannelEventsField(required=False)
     failing = serializers.SerializerMethodField(
         help_text="Deliveries keep failing: each gets one attempt until one succeeds."
     )
@@ -183,6 +209,7 @@ class NotificationChannelSerializer(ScopedSerializer):
             "projects",
             "endpoints",
             "enabled",
+            "events",
             "created_at",
             "failing",
             "failing_since",
@@ -306,11 +333,16 @@ class AwareDateTimeField(serializers.DateTimeField):
 
 
 class RecurrenceField(serializers.ChoiceField):
-    """`weekly`, or null for a one-off window (stored as "")."""
+    """`weekly` (`rrule: FREQ=WEEKLY`), or null: the old input, kept working. Answered
+    `weekly` when the rule is exactly that, else null."""
 
     def __init__(self, **kwargs: Any) -> None:
         choices = [(Recurrence.WEEKLY.value, Recurrence.WEEKLY.label)]
         super().__init__(choices=choices, allow_null=True, **kwargs)
+
+    def get_attribute(self, instance: MaintenanceWindow) -> Any:
+        """Read from the rule (the old column is not read)."""
+        return Recurrence.WEEKLY.value if instance.rrule == WEEKLY_RULE else None
 
     def to_representation(self, value: Any) -> Any:
         """A one-off window's empty recurrence is answered as null."""
@@ -321,10 +353,29 @@ class MaintenanceWindowSerializer(ScopedSerializer):
     """A maintenance window: notifications held back, downtime not counted."""
 
     name = NameField(required=False, allow_blank=True, default="")
-    starts_at = AwareDateTimeField()
-    ends_at = AwareDateTimeField(help_text="After `starts_at`; a weekly window lasts < 7 days.")
+    starts_at = AwareDateTimeField(
+        help_text="The first occurrence's start; a rule repeats its wall-clock time in `timezone`."
+    )
+    ends_at = AwareDateTimeField(
+        help_text="After `starts_at`; each occurrence lasts as long (in wall-clock time), "
+        "less than the rule's period (a weekly window: < 7 days)."
+    )
     recurrence = RecurrenceField(
-        default=None, help_text="null: once; `weekly`: every 7 days (in UTC) from `starts_at`."
+        default=None,
+        help_text="Old input: `weekly` is `rrule: FREQ=WEEKLY`; answered `weekly` when the "
+        "rule is exactly that, else null.",
+    )
+    rrule = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        max_length=500,
+        help_text='RFC 5545 rule without DTSTART, e.g. "FREQ=MONTHLY;BYDAY=1SU"; HOURLY or '
+        'coarser. "" (default): once.',
+    )
+    timezone = serializers.CharField(
+        required=False,
+        max_length=64,
+        help_text="IANA zone the rule is read in (default UTC), e.g. Europe/Berlin.",
     )
     active = serializers.SerializerMethodField(help_text="An occurrence covers the present.")
     next_start = serializers.SerializerMethodField(
@@ -340,6 +391,8 @@ class MaintenanceWindowSerializer(ScopedSerializer):
             "starts_at",
             "ends_at",
             "recurrence",
+            "rrule",
+            "timezone",
             "projects",
             "endpoints",
             "active",
@@ -363,24 +416,32 @@ class MaintenanceWindowSerializer(ScopedSerializer):
         return None if start is None else serializers.DateTimeField().to_representation(start)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        """It ends after it starts; a weekly one lasts less than a week. A change is
-        checked against the stored fields it leaves as they are; a time refused on its own
-        leaves this rule out."""
-        if "recurrence" in attrs:
-            attrs["recurrence"] = attrs["recurrence"] or Recurrence.ONCE
-        if self.failed & {"starts_at", "ends_at"}:
-            return attrs
-        # What a patch leaves out is the stored window's (a creation sends all three); a
-        # refused recurrence is judged as none.
-        left_out = WINDOW_TIMES - attrs.keys() - self.failed
-        merged: dict[str, Any] = {"recurrence": Recurrence.ONCE}
-        merged |= {name: getattr(self.instance, name) for name in left_out}
-        merged |= attrs
+        """It ends after it starts; its rule (or `recurrence`) and zone are valid, an
+        occurrence shorter than the rule's period. A change is checked against the stored
+        fields it leaves as they are; `attrs` then hold the rule as stored (`rrule`,
+        `timezone`), not `recurrence`."""
+        stored: MaintenanceWindow | None = self.instance
+        recurrence = attrs.pop("recurrence", None) or Recurrence.ONCE
+        if "rrule" in attrs:
+            rule = attrs["rrule"]
+        elif "recurrence" in self.initial_data and stored is not None:
+            rule = ""  # the old input alone decides
+        else:
+            rule = stored.rrule if stored is not None else ""
+        starts_at: datetime | None = attrs.get("starts_at", getattr(stored, "starts_at", None))
+        ends_at: datetime | None = attrs.get("ends_at", getattr(stored, "ends_at", None))
+        if self.failed & {"starts_at", "ends_at"} or starts_at is None or ends_at is None:
+            # The times are refused on their own: judge the rule from a placeholder start.
+            starts_at = starts_at or self._now()
+            ends_at = starts_at + timedelta(seconds=1)
+        zone = attrs.get("timezone", stored.timezone if stored is not None else "UTC")
         try:
-            validation.maintenance_window(
-                starts_at=merged["starts_at"],
-                ends_at=merged["ends_at"],
-                recurrence=merged["recurrence"],
+            attrs["rrule"], attrs["timezone"] = validation.maintenance_window(
+                starts_at=starts_at,
+                ends_at=ends_at,
+                recurrence=recurrence,
+                rrule=rule,
+                timezone=zone,
             )
         except InvalidInput as exc:
             raise field_errors(exc) from exc

@@ -86,7 +86,18 @@ WINDOW_EXAMPLES = [
             "ends_at": "2030-01-06T03:00:00Z",
             "recurrence": "weekly",
         },
-    )
+    ),
+    OpenApiExample(
+        "Monthly, local time",
+        request_only=True,
+        value={
+            "name": "Patch Sunday",
+            "starts_at": "2030-01-06T02:00:00+01:00",
+            "ends_at": "2030-01-06T04:00:00+01:00",
+            "rrule": "FREQ=MONTHLY;BYDAY=1SU",
+            "timezone": "Europe/Berlin",
+        },
+    ),
 ]
 
 
@@ -136,6 +147,7 @@ class NotificationChannelViewSet(viewsets.ModelViewSet):
             projects=data.get("projects", ()),
             endpoints=data.get("endpoints", ()),
             enabled=data["enabled"],
+            events=data.get("events"),
         )
         body = NotificationChannelCreatedSerializer(
             channel, context=self.get_serializer_context()
@@ -157,6 +169,7 @@ class NotificationChannelViewSet(viewsets.ModelViewSet):
             enabled=data.get("enabled"),
             projects=data.get("projects"),
             endpoints=data.get("endpoints"),
+            events=data.get("events"),
         )
 
     @extend_schema(
@@ -212,9 +225,9 @@ class MaintenanceWindowFilter(filters.FilterSet):
     def filter_active(
         self, queryset: QuerySet[MaintenanceWindow], name: str, value: bool
     ) -> QuerySet[MaintenanceWindow]:
-        """Weekly windows repeat: whether one is in effect is worked out per window."""
+        """Recurring windows repeat: whether one is in effect is worked out per window."""
         now = timezone.now()
-        windows = queryset.only("pk", "starts_at", "ends_at", "recurrence")
+        windows = queryset.only("pk", "starts_at", "ends_at", "rrule", "timezone")
         return queryset.filter(pk__in=[w.pk for w in windows if w.active_at(now) == value])
 
 
@@ -274,7 +287,8 @@ class MaintenanceWindowViewSet(viewsets.ModelViewSet):
             name=data.get("name", window.name),
             starts_at=data.get("starts_at", window.starts_at),
             ends_at=data.get("ends_at", window.ends_at),
-            recurrence=data.get("recurrence", window.recurrence),
+            rrule=data.get("rrule", window.rrule),
+            timezone=data.get("timezone", window.timezone),
             projects=data.get("projects"),
             endpoints=data.get("endpoints"),
         )

@@ -21,7 +21,9 @@ from alerts.models import (
     NotificationChannel,
     Recurrence,
     Scoped,
+    all_channel_events,
 )
+from alerts.recurrence import WEEKLY as WEEKLY_RULE
 from alerts.standard_webhooks import new_secret
 from monitoring.models import Endpoint
 from monitoring.probes.secrets import masked
@@ -53,6 +55,7 @@ def channel_create(
     projects: Sequence[Project] = (),
     endpoints: Sequence[Endpoint] = (),
     enabled: bool = True,
+    events: Sequence[str] | None = None,
 ) -> NotificationChannel:
     """Create a channel; a webhook gets a signing secret (readable once, as `secret`)."""
     channel = NotificationChannel(
@@ -62,6 +65,7 @@ def channel_create(
         config=config,
         config_masked=mask_channel_config(kind, config),
         enabled=enabled,
+        events=all_channel_events() if events is None else list(events),
         secret=new_secret() if kind == ChannelKind.WEBHOOK else "",
     )
     channel.save(force_insert=True)
@@ -96,6 +100,7 @@ def channel_update(
     enabled: bool | None = None,
     projects: Sequence[Project] | None = None,
     endpoints: Sequence[Endpoint] | None = None,
+    events: Sequence[str] | None = None,
 ) -> NotificationChannel:
     """Change what is given (None: keep it). Turning a channel on again, or a new
     destination, clears the failing flag: the cause may be fixed."""
@@ -104,12 +109,14 @@ def channel_update(
     fresh = (config is not None and config != channel.config) or (
         enabled is True and not channel.enabled
     )
-    given = {"name": name, "config": config, "enabled": enabled}
+    given = {"name": name, "config": config, "enabled": enabled, "events": events}
     fields = {field for field, value in given.items() if value is not None}
     if name is not None:
         channel.name = name
     if enabled is not None:
         channel.enabled = enabled
+    if events is not None:
+        channel.events = list(events)
     if config is not None:
         channel.config = config
         channel.config_masked = mask_channel_config(channel.kind, config)
@@ -162,11 +169,21 @@ def maintenance_window_save(
     recurrence: str = Recurrence.ONCE,
     projects: Sequence[Project] | None = None,
     endpoints: Sequence[Endpoint] | None = None,
+    rrule: str = "",
+    timezone: str = "UTC",
 ) -> MaintenanceWindow:
     """Create or change a maintenance window: its fields as given, its scope where given
-    (None: leave that scope as it is)."""
-    validation.maintenance_window(starts_at=starts_at, ends_at=ends_at, recurrence=recurrence)
-    window.name, window.recurrence = name, recurrence
+    (None: leave that scope as it is). `recurrence="weekly"` is `rrule="FREQ=WEEKLY"`."""
+    window.rrule, window.timezone = validation.maintenance_window(
+        starts_at=starts_at,
+        ends_at=ends_at,
+        recurrence=recurrence,
+        rrule=rrule,
+        timezone=timezone,
+    )
+    # The old column, kept in step while it exists.
+    weekly = window.rrule == WEEKLY_RULE
+    window.name, window.recurrence = name, Recurrence.WEEKLY if weekly else Recurrence.ONCE
     window.starts_at, window.ends_at = starts_at, ends_at
     created = window._state.adding
     window.save()
@@ -197,6 +214,8 @@ def _window_details(window: MaintenanceWindow) -> dict[str, Any]:
         "starts_at": window.starts_at.isoformat(),
         "ends_at": window.ends_at.isoformat(),
         "recurrence": window.recurrence or None,
+        "rrule": window.rrule or None,
+        "timezone": window.timezone,
     }
 
 

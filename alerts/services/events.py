@@ -82,7 +82,11 @@ def notifications_queue(
     heard = [
         (incident, event, covering)
         for incident, event in events
-        if (covering := _covering(channels, projects, endpoints[incident.measured_endpoint_id]))
+        if (
+            covering := _covering(
+                channels, projects, endpoints[incident.measured_endpoint_id], event
+            )
+        )
     ]
     if not heard:
         return 0
@@ -152,7 +156,7 @@ def degradations_queue(
     heard = [
         (change, event, covering)
         for change, event in events
-        if (covering := _covering(channels, projects, endpoints[change.endpoint_id]))
+        if (covering := _covering(channels, projects, endpoints[change.endpoint_id], event))
     ]
     if not heard:
         return 0
@@ -197,10 +201,16 @@ def _covering(
     channels: dict[uuid.UUID, list[NotificationChannel]],
     projects: dict[uuid.UUID, uuid.UUID],
     endpoint: Endpoint,
+    event: str | None = None,
 ) -> list[NotificationChannel]:
-    """The channels of the endpoint's organization whose scope covers it."""
+    """The channels of the endpoint's organization whose scope covers it (and, given an
+    event, that chose it)."""
     mine = channels.get(projects[endpoint.project_id], [])
-    return [channel for channel in mine if channel.covers(endpoint)]
+    return [
+        channel
+        for channel in mine
+        if channel.covers(endpoint) and (event is None or channel.hears(event))
+    ]
 
 
 def _event_time(incident: Incident, event: str) -> datetime:
@@ -312,7 +322,9 @@ def certificate_notifications_queue(
                 payload=document,
                 next_attempt_at=now + HOLD,
             )
-            for channel in _covering(channels, projects, endpoint)
+            for channel in _covering(
+                channels, projects, endpoint, NotificationEvent.CERTIFICATE_EXPIRING
+            )
         ]
     stored = Delivery.objects.bulk_create(rows, ignore_conflicts=True)
     pending = [(str(d.pk), 0) for d in stored]

@@ -15,12 +15,12 @@ window is claimed, even one covering nothing on any page, so none is looked at t
 
 import uuid
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.db import IntegrityError, transaction
 from django.db.models import Exists, OuterRef, Q
 
-from alerts.models import WEEK, MaintenanceWindow, Recurrence, load_scopes
+from alerts.models import MaintenanceWindow, load_scopes, may_overlap
 from healthmon.intervals import Interval
 from monitoring.models import Endpoint
 from statuspages.models import (
@@ -35,7 +35,7 @@ from statuspages.models import (
 # Windows one fan-out run claims; the next run, seconds later, takes the rest.
 NOTICE_WINDOWS_PER_RUN = 20
 DEFAULT_NAME = "Scheduled maintenance"
-RECURRENCE_WORDS = {Recurrence.WEEKLY: "every week"}
+RECURRENCE_WORDS = {"FREQ=WEEKLY": "every week"}
 
 
 def _due_windows(now: datetime) -> "list[uuid.UUID]":
@@ -43,7 +43,7 @@ def _due_windows(now: datetime) -> "list[uuid.UUID]":
     announced = MaintenanceNotice.objects.filter(window_id=OuterRef("pk"))
     due = (
         MaintenanceWindow.objects.filter(~Exists(announced))
-        .filter(Q(recurrence=Recurrence.WEEKLY) | Q(ends_at__gt=now))
+        .filter(may_overlap(now))
         .order_by("created_at", "id")
     )
     return list(due.values_list("id", flat=True)[:NOTICE_WINDOWS_PER_RUN])
@@ -118,11 +118,18 @@ class NoticeText:
 
 def _next_occurrence(window: MaintenanceWindow, now: datetime) -> Interval | None:
     """The occurrence under way at `now`, else the next to start; None once it ended."""
-    if window.recurrence != Recurrence.WEEKLY:
+    if not window.rrule:
         return (window.starts_at, window.ends_at) if window.ends_at > now else None
-    # One that ends after now starts before a week after now (or after its first start).
-    found = window.occurrences(now, max(now, window.starts_at) + WEEK)
+    start = window.next_start(now) or now
+    found = window.occurrences(now, max(start, now) + timedelta(microseconds=1))
     return found[0] if found else None
+
+
+def _repeats(window: MaintenanceWindow) -> str:
+    """How a window repeats, in words ("" once): "every week", or its rule and zone."""
+    if not window.rrule:
+        return ""
+    return RECURRENCE_WORDS.get(window.rrule) or f"{window.rrule} ({window.timezone})"
 
 
 def maintenance_notice_text(
@@ -144,6 +151,6 @@ def maintenance_notice_text(
         name=window.name or DEFAULT_NAME,
         starts_at=starts_at,
         ends_at=ends_at,
-        repeats=RECURRENCE_WORDS.get(Recurrence(window.recurrence), ""),
+        repeats=_repeats(window),
         components=components,
     )

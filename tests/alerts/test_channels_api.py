@@ -25,6 +25,7 @@ FIELDS = {
     "projects",
     "endpoints",
     "enabled",
+    "events",
     "created_at",
     "failing",
     "failing_since",

@@ -19,6 +19,8 @@ FIELDS = {
     "starts_at",
     "ends_at",
     "recurrence",
+    "rrule",
+    "timezone",
     "projects",
     "endpoints",
     "active",

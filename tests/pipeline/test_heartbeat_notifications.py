@@ -57,7 +57,10 @@ def test_a_missed_deadline_is_told_once_as_no_ping_since_the_last_ping(
     miss_deadline(settle, at=T0 + timedelta(seconds=5))
     settle(T0 + timedelta(seconds=300))  # beat keeps running: nothing more is told
 
-    [told] = events(receiver)
+    # Late first (`heartbeat.late`, once), then down.
+    late, told = events(receiver)
+    assert late["event"] == "heartbeat.late"
+    assert late["endpoint"]["id"] == str(heartbeat.id)
     assert told["event"] == "incident.opened"
     assert told["incident"]["cause"] == "no ping since 2030-01-01 12:00:05 UTC"
     assert told["incident"]["started_at"] == "2030-01-01T12:02:05+00:00"
@@ -90,7 +93,8 @@ def test_a_mail_channel_names_the_missed_deadline(cast, make_heartbeat, send_pin
 
     miss_deadline(settle)
 
-    [message] = mail.outbox
+    late, message = mail.outbox
+    assert late.subject.startswith("[healthmon] LATE: Nightly backup")
     assert message.subject == f"[healthmon] DOWN: Nightly backup ({cast.project.name})"
     assert "Cause: no ping since 2030-01-01 12:00:00 UTC" in message.body
 
@@ -112,7 +116,10 @@ def test_a_deadline_missed_inside_a_window_is_not_told(
     assert heartbeat.status == EndpointStatus.DOWN  # the outage is real, only muted
     assert Incident.objects.get(endpoint=heartbeat).cause.startswith("no ping since")
     assert receiver.requests == []
-    assert Delivery.objects.get().status == DeliveryStatus.SUPPRESSED
+    assert sorted(Delivery.objects.values_list("event", "status")) == [
+        ("heartbeat.late", DeliveryStatus.SUPPRESSED),
+        ("incident.opened", DeliveryStatus.SUPPRESSED),
+    ]
 
 
 def test_a_failure_inside_a_window_that_recovers_in_it_is_never_told(
@@ -172,8 +179,12 @@ def test_outside_its_window_a_heartbeat_going_down_is_told_exactly_once(
     send_ping(heartbeat, "/fail", at=T0 + timedelta(seconds=200))  # down already
     settle(T0 + timedelta(seconds=400))
 
-    told = events(receiver)
+    late, *told = events(receiver)
+    assert late["event"] == "heartbeat.late"
     assert [(t["event"], t["incident"]["cause"]) for t in told] == [
         ("incident.opened", "no ping since 2030-01-01 12:00:40 UTC")
     ]
-    assert Delivery.objects.get().status == DeliveryStatus.DELIVERED
+    assert sorted(Delivery.objects.values_list("event", "status")) == [
+        ("heartbeat.late", DeliveryStatus.DELIVERED),
+        ("incident.opened", DeliveryStatus.DELIVERED),
+    ]
