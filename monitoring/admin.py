@@ -13,6 +13,7 @@ from monitoring.models import (
     Endpoint,
     Heartbeat,
     Incident,
+    IncidentActivity,
     IncidentNote,
     IncidentUpdate,
     Ping,
@@ -238,12 +239,27 @@ class IncidentNoteInline(_IncidentTextInline):
     readonly_fields = fields
 
 
+class IncidentActivityInline(_IncidentTextInline):
+    model = IncidentActivity
+    fields = ("at", "kind", "text", "actor")
+    readonly_fields = fields
+
+
 @admin.register(Incident)
 class IncidentAdmin(_HistoryAdmin):
-    list_display = ["__str__", "kind", "state", "public", "started_at", "resolved_at", "duration"]
+    list_display = [
+        "__str__",
+        "kind",
+        "state",
+        "public",
+        "started_at",
+        "acknowledged_at",
+        "resolved_at",
+        "duration",
+    ]
     list_filter = [("resolved_at", admin.EmptyFieldListFilter), "kind", "public", "endpoint__type"]
     search_fields = ["=endpoint__id", "endpoint__name", "title", "cause"]
-    inlines = [IncidentUpdateInline, IncidentNoteInline]
+    inlines = [IncidentUpdateInline, IncidentNoteInline, IncidentActivityInline]
     date_hierarchy = "started_at"
 
     @admin.display(description="Duration")
@@ -259,6 +275,25 @@ class IncidentTextAdmin(admin.ModelAdmin):
 
     list_display = ["__str__", "created_at", "author"]
     list_select_related = ["incident", "author"]
+    ordering = ["-id"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        """Written through the API, where the text is rendered and announced."""
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        """What was said stays said."""
+        return False
+
+
+@admin.register(IncidentActivity)
+class IncidentActivityAdmin(admin.ModelAdmin):
+    """Timeline lines the machinery wrote (acknowledgements, escalations, delivery
+    outcomes), for support: read-only."""
+
+    list_display = ["__str__", "kind", "at", "actor", "text"]
+    list_filter = ["kind"]
+    list_select_related = ["actor"]
     ordering = ["-id"]
 
     def has_add_permission(self, request: HttpRequest) -> bool:

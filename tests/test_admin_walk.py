@@ -32,8 +32,10 @@ from alerts.models import (
 from alerts.services import channel_create, escalation_policy_create, maintenance_window_save
 from apikeys.models import ApiKey
 from apikeys.services import api_key_create
+from monitoring.acknowledgement import incident_acknowledge
 from monitoring.checks import CheckOutcome
 from monitoring.models import (
+    AckVia,
     CheckResult,
     Endpoint,
     Heartbeat,
@@ -220,6 +222,7 @@ def add_status_page(org: Organization, site: Endpoint, n: int) -> None:
     MaintenanceNotice.objects.create(window=window)
     SubscriberMail.objects.create(subscriber=subscriber, maintenance=window, sent_at=timezone.now())
     IncidentNote.objects.create(incident=incident, text="internal: the db host is flaky")
+    incident_acknowledge(incident=incident, by=None, via=AckVia.LINK)
 
 
 @pytest.fixture
