@@ -93,7 +93,6 @@ bench: $(VENV)/.installed
 	$(BIN)/python bench/charts.py $(BENCH_ARGS)
 	$(BIN)/python bench/dashboards.py $(BENCH_ARGS)
 	$(BIN)/python bench/alerts.py $(BENCH_ARGS)
-	$(BIN)/python bench/incident_storm.py $(BENCH_ARGS)
 	$(BIN)/python bench/load.py $(BENCH_ARGS)
 
 bench-smoke:

@@ -25,20 +25,27 @@ this process (Django set up against that database), in four parts:
 4. maintenance in analytics: `reports.sla` (and `maintenance_intervals` apart) and
    `GET /api/v1/analytics/sla` (Django's test client, an API key) for a page of 50
    endpoints over 30 days, with 0, 5 and 50 weekly organization-wide maintenance windows,
-   and 50 windows on one endpoint each.
+   and 50 windows on one endpoint each;
+5. the incident storm: 1,000 endpoints down at once with 3 channels each, the 3,000
+   notifications delivered by real Celery workers to local receivers, beside a bare loop
+   posting the same bodies (`bench/incident_storm.py`, run as a child process: it starts
+   its own workers and database; `--no-storm` leaves it out).
 
 Needs PostgreSQL on 127.0.0.1:5432 (user postgres, trust auth). The database and the
 receiver are gone at the end, also on an error, Ctrl-C or SIGTERM.
 
-    .venv/bin/python bench/alerts.py [--runs 20] [--attempts 1000] [--quick]
+    .venv/bin/python bench/alerts.py [--runs 20] [--attempts 1000] [--quick] [--no-storm]
 """
 
 import argparse
+import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 from _alerts_delivery import measure_delivery
@@ -319,6 +326,16 @@ def benchmark(args: argparse.Namespace) -> None:
         measure_ingest_again(ingest, runs)
         measure_sla(runs)
         print(f"\nload average after: {load_average()}")
+    if not args.no_storm:
+        storm(args)
+
+
+def storm(args: argparse.Namespace) -> None:
+    """Part 5: the incident storm, in a child process of its own (its workers, its database)."""
+    print("\n== 5. incident storm (bench/incident_storm.py) ==", flush=True)
+    mode = ["--smoke"] if args.smoke else ["--quick"] if args.quick else []
+    script = Path(__file__).with_name("incident_storm.py")
+    subprocess.run([sys.executable, str(script), *mode], check=True)
 
 
 def main() -> int:
@@ -328,6 +345,7 @@ def main() -> int:
     parser.add_argument("--attempts", type=int, default=1000, help="delivery attempts per case")
     parser.add_argument("--quick", action="store_true", help="5 runs, 200 attempts")
     parser.add_argument("--smoke", action="store_true", help="a run of a few seconds: does it work")
+    parser.add_argument("--no-storm", action="store_true", help="leave out part 5, the storm")
     return run_benchmark(benchmark, parser.parse_args())
 
 

@@ -473,6 +473,12 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": 5.0,
         "options": {"expires": 10},
     },
+    # Maintenance occurrences that started or ended become `maintenance.*` deliveries.
+    "queue-maintenance-events": {
+        "task": "alerts.tasks.queue_maintenance_events",
+        "schedule": 20.0,
+        "options": {"expires": 20},
+    },
     # Escalation steps and reminders, within seconds of due (alerts.services.escalation).
     "run-escalations": {
         "task": "alerts.tasks.run_escalations",
@@ -484,12 +490,6 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": 3600.0,
         "options": {"expires": 1800},
     },
-}
-# Maintenance occurrences that started or ended become `maintenance.*` deliveries.
-CELERY_BEAT_SCHEDULE["queue-maintenance-events"] = {
-    "task": "alerts.tasks.queue_maintenance_events",
-    "schedule": 20.0,
-    "options": {"expires": 20},
 }
 if CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
     # An unacknowledged batch (its worker died) goes back to the queue after this long:
