@@ -45,6 +45,8 @@ class TimelineEntry:
     text: str
     actor: User | None = None
     detail: dict[str, Any] = field(default_factory=dict)
+    # An update's sanitised HTML (rendered from its Markdown when written), for pages.
+    html: str = field(default="", compare=False)
 
     @property
     def label(self) -> str:
@@ -71,7 +73,12 @@ def incident_timeline(incident: Incident) -> list[TimelineEntry]:
     lines = _bounds(incident)
     lines += [
         TimelineEntry(
-            u.created_at, UPDATE, u.message, u.author, {"id": str(u.pk), "status": u.state}
+            u.created_at,
+            UPDATE,
+            u.message,
+            u.author,
+            {"id": str(u.pk), "status": u.state},
+            html=u.message_html,
         )
         for u in incident.updates.all()
     ]
