@@ -228,7 +228,32 @@ def delivery_attempt(*, delivery_id: uuid.UUID, made: int | None = None) -> str 
     ):
         return None
     delivery = Delivery.objects.select_related("channel").get(pk=delivery_id)
+    if overtaken_escalations([delivery]):
+        return DeliveryStatus.SUPPRESSED
     return _record(delivery, _try(delivery), now)
+
+
+OVERTAKEN = "not sent: the incident was acknowledged or resolved first"
+
+
+def overtaken_escalations(deliveries: Sequence[Delivery]) -> set[uuid.UUID]:
+    """Stop the escalation steps and reminders among claimed deliveries whose incident
+    was acknowledged or resolved since they were written (still queued, or waiting out a
+    retry): stored suppressed, never sent. Their ids; one query, none without a step."""
+    steps = [d for d in deliveries if d.event == NotificationEvent.ESCALATED and d.incident_id]
+    if not steps:
+        return set()
+    stopped = set(
+        Incident.objects.filter(pk__in={d.incident_id for d in steps})
+        .filter(Q(acknowledged_at__isnull=False) | Q(resolved_at__isnull=False))
+        .values_list("pk", flat=True)
+    )
+    overtaken = {d.pk for d in steps if d.incident_id in stopped}
+    if overtaken:
+        Delivery.objects.filter(pk__in=overtaken, status=DeliveryStatus.PENDING).update(
+            status=DeliveryStatus.SUPPRESSED, next_attempt_at=None, last_error=OVERTAKEN
+        )
+    return overtaken
 
 
 def _try(delivery: Delivery) -> Sent:

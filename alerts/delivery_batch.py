@@ -42,6 +42,8 @@ def deliveries_attempt(*, items: Sequence[tuple[uuid.UUID, int]]) -> dict[str, i
     duplicate or late task already moved on is skipped, as `delivery_attempt` does."""
     now = timezone.now()
     deliveries = _claimed(_claim(items, now))
+    overtaken = single.overtaken_escalations(deliveries)
+    deliveries = [d for d in deliveries if d.pk not in overtaken]
     results: list[tuple[Delivery, Sent]] = []
     started = time.monotonic()
     for delivery in deliveries:

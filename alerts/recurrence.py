@@ -7,6 +7,7 @@ Europe/Berlin" is 01:00-03:00 UTC in winter and 00:00-02:00 UTC in summer. pytho
 expands the rule; these functions are the only place that reads it.
 """
 
+import re
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
@@ -31,8 +32,24 @@ NOT_A_RULE = "Not a valid RFC 5545 recurrence rule: {reason}."
 HAS_DTSTART = "DTSTART is taken from starts_at and timezone: leave it out of the rule."
 TOO_FINE = "FREQ must be HOURLY or coarser (MINUTELY and SECONDLY windows are refused)."
 CLOCK_PARTS = "BYMINUTE and BYSECOND are refused: the time of day comes from starts_at."
-NEVER = "The rule never occurs (within 10 years of starts_at)."
+NEVER = "The rule never occurs (within 10 years of starts_at; 400 days for HOURLY rules)."
 UNKNOWN_ZONE = "Unknown time zone: give an IANA name such as Europe/Berlin or UTC."
+# RFC 5545's ranges of each rule part, checked before dateutil sees the rule: it accepts
+# some values out of range and then loops for ever (INTERVAL=0) or raises while expanding.
+_DAY = r"[+-]?(\d{1,2})?(MO|TU|WE|TH|FR|SA|SU)"
+_RANGES = {
+    "BYHOUR": (0, 23, False),
+    "BYMONTHDAY": (-31, 31, True),
+    "BYYEARDAY": (-366, 366, True),
+    "BYWEEKNO": (-53, 53, True),
+    "BYMONTH": (1, 12, True),
+    "BYSETPOS": (-366, 366, True),
+}
+_PARTS = {"FREQ", "INTERVAL", "COUNT", "UNTIL", "WKST", "BYDAY", *_RANGES, "BYMINUTE", "BYSECOND"}
+MAX_INTERVAL = 1000
+MAX_COUNT = 100_000
+# How far from its start a rule must occur once to be accepted (`_occurs_soon`).
+HORIZONS = dict.fromkeys(FREQUENCIES, MUST_OCCUR_WITHIN) | {"HOURLY": timedelta(days=400)}
 
 
 def normalized(text: str) -> str:
@@ -70,20 +87,93 @@ def rule_error(rule: str, *, starts_at: datetime, zone_name: str) -> str:
         return TOO_FINE
     if names & {"BYMINUTE", "BYSECOND"}:
         return CLOCK_PARTS
+    if frequency(rule) not in FREQUENCIES:
+        return NOT_A_RULE.format(reason="FREQ is required")
+    if reason := _out_of_range(rule) or _combination_error(rule):
+        return NOT_A_RULE.format(reason=reason)
     try:
         zone = zone_of(zone_name)
     except ValueError:
         zone = ZoneInfo("UTC")
-    try:
-        parsed = _parse(rule, starts_at.astimezone(zone))
-    except (ValueError, TypeError, KeyError, IndexError) as exc:
-        return NOT_A_RULE.format(reason=str(exc).rstrip(".") or "unreadable")
-    if frequency(rule) not in FREQUENCIES:
-        return NOT_A_RULE.format(reason="FREQ is required")
     first = starts_at.astimezone(zone)
-    if not parsed.between(first, first + MUST_OCCUR_WITHIN, inc=True, count=1):
-        return NEVER
+    try:
+        parsed = _parse(rule, first)
+        occurs = _occurs_soon(parsed, first, frequency(rule))
+    except Exception as exc:  # dateutil raises many kinds on odd rules: all are refusals
+        return NOT_A_RULE.format(reason=str(exc).rstrip(".") or "unreadable")
+    return "" if occurs else NEVER
+
+
+def _out_of_range(rule: str) -> str:
+    """The first part of the rule outside RFC 5545's ranges (or unknown), else ""."""
+    for part in rule.split(";"):
+        name, _, value = part.partition("=")
+        if name not in _PARTS:
+            return f"unknown part {name[:20]!r}"
+        if name == "INTERVAL" and not (value.isdigit() and 1 <= int(value) <= MAX_INTERVAL):
+            return f"INTERVAL must be 1 to {MAX_INTERVAL}"
+        if name == "COUNT" and not (value.isdigit() and 1 <= int(value) <= MAX_COUNT):
+            return f"COUNT must be 1 to {MAX_COUNT}"
+        if name == "BYDAY" and not _days_fine(value, frequency(rule)):
+            return "BYDAY takes days such as MO, 1SU or -1FR (1 to 5 in a month, 53 in a year)"
+        if name in _RANGES and not _numbers_fine(value, *_RANGES[name]):
+            low, high, _ = _RANGES[name]
+            return f"{name} takes numbers from {low} to {high}" + (", not 0" if low < 0 else "")
     return ""
+
+
+# The most days each month can have (February: in a leap year).
+_MONTH_DAYS = (31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
+
+
+def _combination_error(rule: str) -> str:
+    """Why the rule's parts cannot go together, else "". dateutil walks on to the year
+    9999 looking for a match of an impossible rule (seconds to minutes of CPU when hourly
+    or daily), so what could never match is refused before it is expanded: RFC 5545's
+    restrictions, and BYMONTHDAY days that no month in BYMONTH has."""
+    parts = dict(part.partition("=")[::2] for part in rule.split(";"))
+    freq = parts.get("FREQ", "")
+    for name in ("BYWEEKNO", "BYYEARDAY"):
+        if name in parts and freq != "YEARLY":
+            return f"{name} is for YEARLY rules"
+    if "BYSETPOS" in parts and freq not in ("MONTHLY", "YEARLY"):
+        return "BYSETPOS is for MONTHLY and YEARLY rules"
+    if "BYMONTHDAY" in parts and freq == "WEEKLY":
+        return "BYMONTHDAY is not for WEEKLY rules"
+    if "BYMONTHDAY" in parts:
+        months = [int(m) for m in parts["BYMONTH"].split(",")] if "BYMONTH" in parts else []
+        longest = max(_MONTH_DAYS[m - 1] for m in months) if months else 31
+        if all(abs(int(day)) > longest for day in parts["BYMONTHDAY"].split(",")):
+            return "no month of the rule has the days in BYMONTHDAY"
+    return ""
+
+
+def _numbers_fine(value: str, low: int, high: int, no_zero: bool) -> bool:
+    items = value.split(",")
+    if not all(re.fullmatch(r"[+-]?\d{1,3}", item) for item in items):
+        return False
+    return all(low <= int(item) <= high and not (no_zero and int(item) == 0) for item in items)
+
+
+def _days_fine(value: str, freq: str) -> bool:
+    limit = 5 if freq == "MONTHLY" else 53
+    for item in value.split(","):
+        found = re.fullmatch(_DAY, item)
+        if found is None or (found.group(1) and not 1 <= int(found.group(1)) <= limit):
+            return False
+    return True
+
+
+def _occurs_soon(parsed: rrule, first: datetime, freq: str) -> bool:
+    """Whether the rule occurs within its horizon from its start (dateutil walks every
+    period up to it: an hourly rule whose BY parts never match would walk 10 years of
+    hours, seconds of CPU per request, so hourly rules look 400 days ahead)."""
+    # An UNTIL bounds dateutil's walk; `between` alone would walk on while nothing matches.
+    until = first + HORIZONS[freq]
+    if parsed._until is not None:
+        until = min(until, parsed._until)
+    bounded = parsed.replace(until=until, count=None)
+    return next(iter(bounded), None) is not None
 
 
 def longest_span(rule: str) -> timedelta | None:
@@ -91,8 +181,8 @@ def longest_span(rule: str) -> timedelta | None:
     return FREQUENCIES.get(frequency(rule))
 
 
-def _parse(rule: str, dtstart: datetime) -> rrule:
-    parsed = rrulestr(rule, dtstart=dtstart, forceset=False)
+def _parse(rule: str, dtstart: datetime, *, cache: bool = False) -> rrule:
+    parsed = rrulestr(rule, dtstart=dtstart, forceset=False, cache=cache)
     if not isinstance(parsed, rrule):
         raise ValueError("one RRULE only")
     return parsed
@@ -100,7 +190,9 @@ def _parse(rule: str, dtstart: datetime) -> rrule:
 
 @lru_cache(maxsize=4096)
 def _cached(rule: str, dtstart: datetime) -> rrule:
-    return _parse(rule, dtstart)
+    # dateutil's own cache keeps the occurrences it walked: the next expansion of an old
+    # window does not walk again from its first start.
+    return _parse(rule, dtstart, cache=True)
 
 
 def _local(moment: datetime, zone: ZoneInfo) -> datetime:
@@ -149,8 +241,5 @@ def next_start(*, rule: str, zone_name: str, starts_at: datetime, now: datetime)
 
 
 def _after(parsed: rrule, since: datetime) -> Iterator[datetime]:
-    """Occurrences from `since` on (a day early, for offset changes), a few at a time."""
-    moment = parsed.after(since, inc=True)
-    while moment is not None:
-        yield moment
-        moment = parsed.after(moment, inc=False)
+    """Occurrences from `since` on (a day early, for offset changes), in one walk."""
+    return parsed.xafter(since, inc=True)

@@ -38,9 +38,15 @@ ALREADY = "This incident was already acknowledged at {at:%Y-%m-%d %H:%M} UTC."
 def _client_network(request: HttpRequest) -> str:
     """The client's address, or its /64 for IPv6 (one host usually holds a whole /64)."""
     address = client_ip(request) or ""
-    if ":" in address:
-        return str(ipaddress.ip_network(f"{address}/64", strict=False))
-    return address
+    try:
+        parsed = ipaddress.ip_address(address)
+    except ValueError:  # a malformed forwarded address: counted as written
+        return address[:64]
+    if isinstance(parsed, ipaddress.IPv6Address) and parsed.ipv4_mapped is not None:
+        return str(parsed.ipv4_mapped)  # an IPv4 client of a dual-stack server
+    if isinstance(parsed, ipaddress.IPv6Address):
+        return str(ipaddress.ip_network(f"{parsed}/64", strict=False))
+    return str(parsed)
 
 
 def ack_retry_after(request: HttpRequest) -> int | None:

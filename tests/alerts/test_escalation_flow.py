@@ -11,7 +11,7 @@ import time_machine
 
 from accounts.services import project_create
 from alerts import services
-from alerts.delivery import deliveries_dispatch
+from alerts.delivery import OVERTAKEN, deliveries_dispatch
 from alerts.escalation_validation import StepInput
 from alerts.models import Delivery, Escalation, MaintenanceWindow, NotificationEvent
 from alerts.services import escalation as escalation_module
@@ -238,3 +238,25 @@ def test_a_step_reaches_a_channel_whatever_events_it_chose(
 
     assert at(T0 + timedelta(seconds=5), django_capture_on_commit_callbacks) == 1
     assert received(peers["B"]) == [("incident.escalated", 1, 0)]
+
+
+def test_a_step_waiting_out_a_retry_is_not_sent_once_acknowledged(
+    cast, endpoint, policy, peers, go_down, django_capture_on_commit_callbacks
+):
+    # B's receiver fails the first step: its delivery waits out a back-off. Someone
+    # acknowledges meanwhile: the retry must not page B any more.
+    capture = django_capture_on_commit_callbacks
+    peers["B"].statuses = [500, 200]
+    incident = open_incident(endpoint, go_down)
+    at(T0 + timedelta(minutes=0.1), capture)
+    assert received(peers["B"]) == [("incident.escalated", 1, 0)]
+    Incident.objects.filter(pk=incident.pk).update(acknowledged_at=T0 + timedelta(minutes=1))
+
+    at(T0 + timedelta(minutes=3), capture, run=deliveries_dispatch)
+
+    assert received(peers["B"]) == [("incident.escalated", 1, 0)]  # the failed try only
+    step = Delivery.objects.get(
+        channel=policy.steps.get(position=0).channels.get(name="Primary on-call"),
+        event=NotificationEvent.ESCALATED,
+    )
+    assert (step.status, step.last_error) == ("suppressed", OVERTAKEN)

@@ -241,3 +241,16 @@ def test_a_browser_post_with_origin_null_acknowledges(incident):
     incident.refresh_from_db()
     assert incident.acknowledged_via == "link"
     assert acknowledgements().count() == 1
+
+
+def test_ipv4_clients_of_a_dual_stack_server_are_counted_apart(client, incident):
+    # Behind `[::]`, IPv4 clients arrive as ::ffff:a.b.c.d: each keeps its own count
+    # (grouping them by /64 would put every IPv4 client in one bucket).
+    for _ in range(ACK_POSTS_PER_IP + 1):
+        client.post(f"/ack/{uuid.uuid4().hex}:guess", REMOTE_ADDR="::ffff:198.51.100.7")
+
+    other = client.post(path(incident.pk), REMOTE_ADDR="::ffff:203.0.113.9")
+    odd = client.post(f"/ack/{uuid.uuid4().hex}:guess", REMOTE_ADDR="zz:zz")
+
+    assert other.status_code == 200
+    assert odd.status_code == 404  # a malformed address is no 500
