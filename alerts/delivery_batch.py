@@ -44,20 +44,35 @@ def deliveries_attempt(*, items: Sequence[tuple[uuid.UUID, int]]) -> dict[str, i
     deliveries = _claimed(_claim(items, now))
     overtaken = single.overtaken_escalations(deliveries)
     deliveries = [d for d in deliveries if d.pk not in overtaken]
-    results: list[tuple[Delivery, Sent]] = []
-    started = time.monotonic()
-    for delivery in deliveries:
-        if results and time.monotonic() - started > single.BATCH_BUDGET_SECONDS:
-            break
-        results.append((delivery, _try(delivery)))
-    _unclaim([d.pk for d in deliveries[len(results) :]])
     counts: defaultdict[str, int] = defaultdict(int)
-    for status in _record_successes([(d, s) for d, s in results if s.ok], now):
-        counts[status] += 1
-    for delivery, sent in results:
+    done: list[tuple[Delivery, Sent]] = []  # sent, not recorded yet
+    started, made = time.monotonic(), 0
+    for delivery in deliveries:
+        if made and time.monotonic() - started > single.BATCH_BUDGET_SECONDS:
+            break
+        sent, made = _try(delivery), made + 1
         if not sent.ok:
             counts[_record(delivery, sent, now)] += 1
+            continue
+        done.append((delivery, sent))
+        # Recorded a few at a time: a worker that dies mid-batch sends again only those.
+        if len(done) >= RECORD_EVERY:
+            _count(counts, _record_successes(done, now))
+            done = []
+    if done:
+        _count(counts, _record_successes(done, now))
+    _unclaim([d.pk for d in deliveries[made:]])
     return dict(counts)
+
+
+# Successes recorded together: fewer queries than one by one, and no more than this many
+# are sent again when a worker dies between a send and its record.
+RECORD_EVERY = 10
+
+
+def _count(counts: defaultdict[str, int], statuses: list[str]) -> None:
+    for status in statuses:
+        counts[status] += 1
 
 
 def _claim(items: Sequence[tuple[uuid.UUID, int]], now: datetime) -> list[uuid.UUID]:
