@@ -4,7 +4,7 @@ The same guarantees as one attempt at a time (`alerts.delivery.delivery_attempt`
 handful of queries for the whole batch rather than about eight per delivery: one
 conditional claim per number of attempts made, the rows and their channels read once each
 (a channel's secret decrypted once), the sends over the worker's pooled connections, then
-the successes recorded together. A failed send is recorded one by one as before (back-off,
+the successes recorded `RECORD_EVERY` at a time. A failed send is recorded one by one as before (back-off,
 giving up, the channel's failure count). Sending stops after `BATCH_BUDGET_SECONDS`; the
 deliveries not sent by then are handed back, unclaimed, to the sweep.
 """
