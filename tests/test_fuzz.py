@@ -46,8 +46,9 @@ from accounts.tokens import (
     make_password_reset_token,
     new_opaque_token,
 )
+from alerts.escalation_validation import StepInput
 from alerts.models import MaintenanceWindow
-from alerts.services import channel_create, maintenance_window_save
+from alerts.services import channel_create, escalation_policy_create, maintenance_window_save
 from apikeys.models import ApiKey
 from apikeys.services import api_key_create
 from monitoring.checks import CheckOutcome
@@ -192,9 +193,16 @@ def _alerts(organization: Organization, project: Project, start: datetime) -> di
         )
         for hours, recurrence in ((-1, ""), (24, "weekly"))
     ]
+    policy = escalation_policy_create(
+        organization=organization,
+        name="On call",
+        steps=[StepInput(0, (channels[1],)), StepInput(10, (channels[2],))],
+        repeat_every_minutes=30,
+    )
     return {
         "notification-channels": [str(channel.pk) for channel in channels],
         "maintenance-windows": [str(window.pk) for window in windows],
+        "escalation-policies": [str(policy.pk)],
     }
 
 
