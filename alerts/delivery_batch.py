@@ -4,9 +4,10 @@ The same guarantees as one attempt at a time (`alerts.delivery.delivery_attempt`
 handful of queries for the whole batch rather than about eight per delivery: one
 conditional claim per number of attempts made, the rows and their channels read once each
 (a channel's secret decrypted once), the sends over the worker's pooled connections, then
-the successes recorded `RECORD_EVERY` at a time. A failed send is recorded one by one as before (back-off,
-giving up, the channel's failure count). Sending stops after `BATCH_BUDGET_SECONDS`; the
-deliveries not sent by then are handed back, unclaimed, to the sweep.
+the successes recorded `RECORD_EVERY` at a time. A failed send is recorded one by one as
+before (back-off, giving up, the channel's failure count). Sending stops after
+`BATCH_BUDGET_SECONDS`; the deliveries not sent by then are handed back, unclaimed, to the
+sweep.
 """
 
 import logging
@@ -55,7 +56,7 @@ def deliveries_attempt(*, items: Sequence[tuple[uuid.UUID, int]]) -> dict[str, i
             counts[_record(delivery, sent, now)] += 1
             continue
         done.append((delivery, sent))
-        # Recorded a few at a time: a worker that dies mid-batch sends again only those.
+        # Recorded RECORD_EVERY at a time: a worker that dies mid-batch sends again only those.
         if len(done) >= RECORD_EVERY:
             _count(counts, _record_successes(done, now))
             done = []
@@ -67,7 +68,7 @@ def deliveries_attempt(*, items: Sequence[tuple[uuid.UUID, int]]) -> dict[str, i
 
 # Successes recorded together: fewer queries than one by one, and no more than this many
 # are sent again when a worker dies between a send and its record.
-RECORD_EVERY = 10
+RECORD_EVERY = 25
 
 
 def _count(counts: defaultdict[str, int], statuses: list[str]) -> None:
