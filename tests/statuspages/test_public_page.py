@@ -269,13 +269,14 @@ def test_a_cold_render_of_50_components_by_90_days_is_fast(cast, make_endpoint):
     )
 
     timings = []
-    for _ in range(10):
+    for _ in range(30):
         started = time.perf_counter()
         body = public._page_html(page, LINKS).body
         timings.append(time.perf_counter() - started)
 
     assert body.count(b"<rect ") == 50 * 90
-    # The best of ten: the machine running the tests may be busy with other work.
+    # The best of thirty: the machine running the tests may be busy with other work (the
+    # suite's other worker shares its two cores: ten tries were sometimes all slowed).
     assert min(timings) < 0.050, timings
 
 
