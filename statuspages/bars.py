@@ -9,6 +9,7 @@ shrink instead of scrolling; every bar's `<title>` is its hover text.
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
+from statuspages.models import MAX_UPTIME_DAYS
 from statuspages.selectors import ComponentRow, DayBar
 
 BAR = 4  # viewBox units per day: a 3-unit bar and a 1-unit gap
@@ -27,19 +28,32 @@ def _hover(bar: DayBar, day: str) -> str:
     return escape("\n".join(lines))
 
 
+def _openings(count: int) -> list[str]:
+    """Each bar's markup up to its tone letter, the same on every page of `count` days."""
+    return [
+        f'<rect x="{i * BAR}" width="{BAR - 1}" height="{HEIGHT}" class="' for i in range(count)
+    ]
+
+
+_OPENINGS = _openings(MAX_UPTIME_DAYS)
+
+
 def day_bars_svg(row: ComponentRow, days: list[str]) -> SafeString:
     """Draw one bar per day, coloured by tone, oldest left, with a text alternative that
     names the period's uptime (colour is never the only carrier). `days` are the bars'
     dates in words, formatted once for every component."""
-    width = BAR * len(row.bars)
+    bars = row.bars
+    width = BAR * len(bars)
     uptime = "no data" if row.uptime_percent is None else f"{row.uptime_percent:g}% uptime"
-    label = escape(f"{row.name}: {uptime} over the last {len(row.bars)} days")
+    label = escape(f"{row.name}: {uptime} over the last {len(bars)} days")
+    openings = _OPENINGS if len(bars) <= len(_OPENINGS) else _openings(len(bars))
     # Short markup: these rects are most of the page's bytes (the SVG's defaults give y=0;
     # the tone is one letter, page.css reads it).
     rects = "".join(
-        f'<rect x="{i * BAR}" width="{BAR - 1}" height="{HEIGHT}" class="{_TONES[bar.tone]}">'
-        f"<title>{_hover(bar, days[i])}</title></rect>"
-        for i, bar in enumerate(row.bars)
+        [
+            f'{openings[i]}{_TONES[bar.tone]}"><title>{_hover(bar, days[i])}</title></rect>'
+            for i, bar in enumerate(bars)
+        ]
     )
     return mark_safe(  # noqa: S308 - every text inside is escaped above
         f'<svg class="days" viewBox="0 0 {width} {HEIGHT}" preserveAspectRatio="none"'

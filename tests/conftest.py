@@ -333,6 +333,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if needs is not None and not on_postgresql:
             why = needs.args[0] if needs.args else "PostgreSQL only"
             item.add_marker(pytest.mark.skip(reason=f"needs PostgreSQL: {why}"))
+    # Tests that bound wall time run first, in a quiet process: before the session's peer
+    # servers, browsers and Celery workers exist, and before earlier tests have grown the
+    # heap the collector walks (a stable sort: every other test keeps its order).
+    items.sort(key=lambda item: item.get_closest_marker("timing") is None)
 
 
 @pytest.fixture

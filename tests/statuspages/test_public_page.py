@@ -284,8 +284,8 @@ def test_a_cold_render_of_50_components_by_90_days_is_fast(cast, make_endpoint):
         gc.unfreeze()
 
     assert body.count(b"<rect ") == 50 * 90
-    # The best of thirty: the machine running the tests may be busy with other work (the
-    # suite's other worker shares its two cores: ten tries were sometimes all slowed).
+    # The best of thirty: the machine running the tests may be busy with other work (timing
+    # tests run first in `make test` for that reason: tests/conftest.py).
     assert min(timings) < 0.050, timings
 
 
