@@ -334,6 +334,36 @@ PROBE_BATCH_SIZE = _int_between("PROBE_BATCH_SIZE", 200, 1, 5000)
 PROBE_CONCURRENCY = _int_between("PROBE_CONCURRENCY", 500, 1, 10_000)
 PROBE_THREADS = _int_between("PROBE_THREADS", 32, 1, 1000)
 
+
+def _location_slug(name: str, default: str) -> str:
+    slug = env.str(name, default=default).strip()
+    if slug and not re.fullmatch(r"[a-z0-9](?:[a-z0-9-]{0,38}[a-z0-9])?", slug):
+        raise ImproperlyConfigured(
+            f"{name}: {slug!r} is not a location slug (lower-case letters, digits, hyphens)."
+        )
+    return slug
+
+
+def _locations(name: str) -> list[tuple[str, str]]:
+    """`slug:name,slug:name`; a name may be left out (then it is the slug)."""
+    found = []
+    for part in env.list(name, default=[]):
+        slug, _, title = part.partition(":")
+        slug = slug.strip()
+        if not re.fullmatch(r"[a-z0-9](?:[a-z0-9-]{0,38}[a-z0-9])?", slug):
+            raise ImproperlyConfigured(f"{name}: {slug!r} is not a location slug.")
+        found.append((slug, title.strip()[:100] or slug))
+    return found
+
+
+# Probe locations (README, "Probe locations"). The default location is served by workers
+# started without PROBE_LOCATION; a worker started with it probes from that place and
+# consumes only the queue `probes.<slug>`. PROBE_LOCATIONS defines locations ahead of their
+# first worker (also editable in the admin).
+PROBE_DEFAULT_LOCATION = _location_slug("PROBE_DEFAULT_LOCATION", "default") or "default"
+PROBE_LOCATION = _location_slug("PROBE_LOCATION", "")
+PROBE_LOCATIONS = _locations("PROBE_LOCATIONS")
+
 # --- Notifications --------------------------------------------------------------------------
 # Webhooks connect through the probes' network policy above. A failed delivery is tried
 # again after NOTIFY_RETRY_BASE_SECONDS, then twice as long each time, up to

@@ -16,6 +16,10 @@ from monitoring.models import (
     IncidentActivity,
     IncidentNote,
     IncidentUpdate,
+    Location,
+    LocationOutage,
+    LocationWorker,
+    PendingRound,
     Ping,
     StatusChange,
 )
@@ -334,4 +338,67 @@ class HeartbeatAdmin(admin.ModelAdmin):
 
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         """A heartbeat is read-only."""
+        return False
+
+
+class LocationWorkerInline(admin.TabularInline):
+    """The workers heard from in a location (their heartbeats)."""
+
+    model = LocationWorker
+    extra = 0
+    can_delete = False
+    fields = ("hostname", "last_seen_at")
+    readonly_fields = fields
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        """Workers announce themselves."""
+        return False
+
+
+@admin.register(Location)
+class LocationAdmin(admin.ModelAdmin):
+    """Probe locations: defined here (or by PROBE_LOCATIONS, or a worker's first
+    heartbeat); online while a worker of theirs was heard within a minute."""
+
+    list_display = ["slug", "name", "online", "last_seen_at"]
+    search_fields = ["slug", "name"]
+    readonly_fields = ["online", "last_seen_at", "created_at"]
+    inlines = [LocationWorkerInline]
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        """The slug names a queue and is stored on checks: fixed once made."""
+        fields = list(super().get_readonly_fields(request, obj))
+        return [*fields, "slug"] if obj is not None else fields
+
+
+@admin.register(LocationOutage)
+class LocationOutageAdmin(admin.ModelAdmin):
+    """Locations gone silent: opened and resolved by the watch loop, read here."""
+
+    list_display = ["location", "started_at", "resolved_at"]
+    list_filter = ["location"]
+    ordering = ["-started_at"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        """Only the watch loop opens outages."""
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        """Outages are history."""
+        return False
+
+
+@admin.register(PendingRound)
+class PendingRoundAdmin(admin.ModelAdmin):
+    """Rounds of multi-location endpoints waiting for their locations' results."""
+
+    list_display = ["endpoint", "scheduled_for", "expected", "judge_at"]
+    ordering = ["judge_at"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        """Only the check pipeline makes rounds."""
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        """Rounds are the pipeline's."""
         return False

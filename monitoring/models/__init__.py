@@ -34,12 +34,20 @@ from monitoring.models.incidents import (
     IncidentState,
     IncidentUpdate,
 )
+from monitoring.models.locations import (
+    OFFLINE_AFTER,
+    Location,
+    LocationOutage,
+    LocationWorker,
+    PendingRound,
+)
 
 __all__ = [
     "MAX_HEARTBEAT_SECONDS",
     "MAX_INTERVAL_SECONDS",
     "MAX_THRESHOLD",
     "MAX_TIMEOUT_SECONDS",
+    "OFFLINE_AFTER",
     "SLA_TIERS",
     "AckVia",
     "ActivityKind",
@@ -58,6 +66,10 @@ __all__ = [
     "IncidentQuerySet",
     "IncidentState",
     "IncidentUpdate",
+    "Location",
+    "LocationOutage",
+    "LocationWorker",
+    "PendingRound",
     "Ping",
     "PingKind",
     "StatusChange",

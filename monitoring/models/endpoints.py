@@ -157,6 +157,12 @@ class Endpoint(models.Model):
     # resumed): results of checks scheduled before it are stored but move nothing.
     watch_started_at = models.DateTimeField(null=True, editable=False)
     last_checked_at = models.DateTimeField(null=True, blank=True)
+    # Where it is probed from: slugs of `Location`s; empty is the default location alone.
+    # With more than one, each round's results are judged together against
+    # `config.quorum` (`monitoring.locations`), and `last_round_at` is the slot of the
+    # latest round judged: an older round's late result is stored but judges nothing.
+    locations = models.JSONField(default=list, blank=True, db_default=[])
+    last_round_at = models.DateTimeField(null=True, blank=True, editable=False)
     next_check_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
     updated_at = models.DateTimeField(default=timezone.now)
@@ -285,6 +291,9 @@ class CheckResult(models.Model):
     # bulk loads that name no such column (COPY, INSERT ... SELECT) still insert.
     error = models.CharField(max_length=500, blank=True)
     error_detail = models.CharField(max_length=500, blank=True, default="", db_default="")
+    # The slug of the location that probed it; empty: the default location (and every
+    # check not probed from a place: heartbeats, checks stored before locations existed).
+    location = models.CharField(max_length=40, blank=True, default="", db_default="")
 
     objects = CheckResultQuerySet.as_manager()
 
@@ -292,7 +301,7 @@ class CheckResult(models.Model):
         ordering = ["-checked_at", "-id"]
         constraints = [
             models.UniqueConstraint(
-                fields=["endpoint", "scheduled_for"], name="check_one_per_slot"
+                fields=["endpoint", "scheduled_for", "location"], name="check_one_per_slot"
             ),
         ]
         indexes = [

@@ -1,0 +1,76 @@
+"""One check per slot and location: the unique constraint gains `location`.
+
+On PostgreSQL the new unique index is built CONCURRENTLY (checks keep being stored while it
+builds, however big the table), then swapped in for the old constraint in two short
+statements; elsewhere the constraint is simply replaced.
+"""
+
+from typing import Any
+
+from django.db import migrations, models
+
+NEW_INDEX = "check_one_per_slot_location"
+
+
+def swap(apps: Any, schema_editor: Any) -> None:
+    if schema_editor.connection.vendor != "postgresql":
+        model = apps.get_model("monitoring", "CheckResult")
+        schema_editor.remove_constraint(
+            model,
+            models.UniqueConstraint(
+                fields=["endpoint", "scheduled_for"], name="check_one_per_slot"
+            ),
+        )
+        schema_editor.add_constraint(
+            model,
+            models.UniqueConstraint(
+                fields=["endpoint", "scheduled_for", "location"], name="check_one_per_slot"
+            ),
+        )
+        return
+    table = "monitoring_checkresult"
+    schema_editor.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {NEW_INDEX}")  # a failed try's
+    schema_editor.execute(
+        f"CREATE UNIQUE INDEX CONCURRENTLY {NEW_INDEX}"
+        f" ON {table} (endpoint_id, scheduled_for, location)"
+    )
+    schema_editor.execute(
+        f"ALTER TABLE {table} DROP CONSTRAINT check_one_per_slot,"
+        f" ADD CONSTRAINT check_one_per_slot UNIQUE USING INDEX {NEW_INDEX}"
+    )
+
+
+def unswap(apps: Any, schema_editor: Any) -> None:
+    model = apps.get_model("monitoring", "CheckResult")
+    schema_editor.remove_constraint(
+        model,
+        models.UniqueConstraint(
+            fields=["endpoint", "scheduled_for", "location"], name="check_one_per_slot"
+        ),
+    )
+    schema_editor.add_constraint(
+        model,
+        models.UniqueConstraint(fields=["endpoint", "scheduled_for"], name="check_one_per_slot"),
+    )
+
+
+class Migration(migrations.Migration):
+    atomic = False  # CREATE INDEX CONCURRENTLY cannot run in a transaction
+
+    dependencies = [("monitoring", "0022_probe_locations")]
+
+    operations = [
+        migrations.SeparateDatabaseAndState(
+            database_operations=[migrations.RunPython(swap, unswap)],
+            state_operations=[
+                migrations.RemoveConstraint(model_name="checkresult", name="check_one_per_slot"),
+                migrations.AddConstraint(
+                    model_name="checkresult",
+                    constraint=models.UniqueConstraint(
+                        fields=("endpoint", "scheduled_for", "location"),
+                        name="check_one_per_slot",
+                    ),
+                ),
+            ],
+        )
+    ]
