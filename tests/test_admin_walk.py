@@ -33,6 +33,7 @@ from alerts.services import channel_create, escalation_policy_create, maintenanc
 from apikeys.models import ApiKey
 from apikeys.services import api_key_create
 from monitoring.acknowledgement import incident_acknowledge
+from monitoring.admin import LocationAdmin
 from monitoring.checks import CheckOutcome
 from monitoring.models import (
     AckVia,
@@ -42,6 +43,10 @@ from monitoring.models import (
     Incident,
     IncidentNote,
     IncidentUpdate,
+    Location,
+    LocationOutage,
+    LocationWorker,
+    PendingRound,
     StatusChange,
 )
 from monitoring.probes import ProbeResult
@@ -233,6 +238,17 @@ def world(superuser, django_capture_on_commit_callbacks, outbox):
         for n, project in enumerate(Project.objects.filter(organization__name__startswith="Org ")):
             add_heartbeat(project, n)
     Heartbeat.beat("dispatcher", timezone.now())  # the dispatcher's, shared by every organization
+    # Probe locations are the service's, shared too: one with a worker, an outage, a round.
+    now = timezone.now()
+    place = Location.objects.create(slug="eu-west", name="Europe (west)", last_seen_at=now)
+    LocationWorker.objects.create(location=place, hostname="probe-1.example", last_seen_at=now)
+    LocationOutage.objects.create(location=place, started_at=now, resolved_at=now)
+    PendingRound.objects.create(
+        endpoint=Endpoint.objects.exclude(type="heartbeat").first(),
+        scheduled_for=now,
+        expected=2,
+        judge_at=now,
+    )
     tokens = [mailed_token(message, "/accept-invite") for message in outbox]
     keys = [b["key"] for b in built]
     users = [superuser, *(u for b in built for u in b["users"])]
@@ -259,10 +275,18 @@ def test_every_model_of_the_project_is_in_the_admin():
     concrete = {model for app in APPS for model in apps.get_app_config(app).get_models()}
 
     # A member's project grants are edited inline on the user's page, a status page's
-    # sections and components on the page's, a policy's steps on the policy's: rows with no
+    # sections and components on the page's, a policy's steps on the policy's, a location's
+    # workers on the location's: rows with no
     # life of their own.
-    assert concrete - set(MODELS) == {ProjectAccess, Section, Component, EscalationStep}
+    assert concrete - set(MODELS) == {
+        ProjectAccess,
+        Section,
+        Component,
+        EscalationStep,
+        LocationWorker,
+    }
     assert EscalationStep in {inline.model for inline in EscalationPolicyAdmin.inlines}
+    assert LocationWorker in {inline.model for inline in LocationAdmin.inlines}
     assert ProjectAccess in {inline.model for inline in UserAdmin.inlines}
     assert {Section, Component} <= {inline.model for inline in StatusPageAdmin.inlines}
 
