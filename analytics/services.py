@@ -2,7 +2,7 @@
 
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 from uuid import UUID
 
 from django.conf import settings
@@ -100,7 +100,21 @@ def _write(
             cursor.executemany(_upsert_sql(tier, replace=replace), params)
 
 
-def rollups_add(*, checks: Sequence[CheckResult]) -> None:
+class CountedCheck(Protocol):
+    """What the rollups count of a check: a stored `CheckResult`, or the verdict of a
+    multi-location round (`monitoring.checks.CheckOutcome`), which counts as one check."""
+
+    @property
+    def endpoint_id(self) -> UUID: ...
+    @property
+    def checked_at(self) -> datetime: ...
+    @property
+    def ok(self) -> bool: ...
+    @property
+    def response_time_ms(self) -> float | None: ...
+
+
+def rollups_add(*, checks: Sequence[CountedCheck]) -> None:
     """Add newly stored checks to the rollups of every tier, in a few batched upserts.
 
     Run inside the transaction that stores the checks, which holds their endpoints' row

@@ -476,6 +476,7 @@ CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CELERY_TASK_ROUTES = {
     "monitoring.tasks.dispatch_due_checks": {"queue": "dispatch"},
     "pipeline.tasks.run_heartbeat_deadlines": {"queue": "dispatch"},
+    "pipeline.tasks.judge_pending_rounds": {"queue": "dispatch"},
 }
 # Update mails one status-page send task carries (one SMTP connection per batch).
 STATUS_SUBSCRIBER_BATCH_SIZE = 100
@@ -490,6 +491,13 @@ CELERY_BEAT_SCHEDULE = {
     "heartbeat-deadlines": {
         "task": "pipeline.tasks.run_heartbeat_deadlines",
         "schedule": 2.0,
+        "options": {"expires": 5},
+    },
+    # Rounds of multi-location endpoints with a silent location, judged once their wait
+    # (the slot, the timeout and 30 s) is over.
+    "judge-pending-rounds": {
+        "task": "pipeline.tasks.judge_pending_rounds",
+        "schedule": 5.0,
         "options": {"expires": 5},
     },
     "dispatch-deliveries": {

@@ -7,7 +7,7 @@ one transaction, with the stages of the layers above (rollups, notifications) be
 
 import asyncio
 import itertools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
@@ -19,6 +19,7 @@ from django.db import transaction
 from healthmon import metrics
 from healthmon.db import update_each
 from healthmon.logging import get_logger
+from monitoring.locations import default_slug, shown_slug, stored_slug
 from monitoring.models import (
     CheckResult,
     Endpoint,
@@ -34,19 +35,53 @@ logger = get_logger(__name__)
 
 @dataclass(frozen=True)
 class CheckOutcome:
-    """A probe result for one endpoint's slot."""
+    """A probe result for one endpoint's slot, from one location (`location` as stored:
+    empty for the default one), in a round `expected` locations were sent; or a round's
+    verdict (`location` ROUND_LOCATION), which the stages after the store take as one
+    check."""
 
     endpoint_id: UUID
     scheduled_for: datetime
     checked_at: datetime
     result: ProbeResult
+    location: str = ""
+    expected: int = 1
+
+    @property
+    def ok(self) -> bool:
+        """Whether the check (or round) succeeded; with `response_time_ms`, what the
+        rollups count of it."""
+        return self.result.ok
+
+    @property
+    def response_time_ms(self) -> float | None:
+        """The check's response time (a round's: the mean of its successful locations)."""
+        return self.result.response_time_ms
+
+    @property
+    def in_round(self) -> bool:
+        """Part of a multi-location round: judged with the round, not on its own."""
+        return self.expected > 1
 
 
-def checks_probe(*, slots: Sequence[tuple[UUID, datetime]]) -> list[CheckOutcome]:
-    """Probe the endpoints of a batch concurrently, each at its slot.
+# The `location` of a round's verdict: every location that answered.
+ROUND_LOCATION = "*"
+
+
+def checks_probe(
+    *,
+    slots: Sequence[tuple[UUID, datetime]],
+    location: str | None = None,
+    expected: Mapping[UUID, int] | None = None,
+) -> list[CheckOutcome]:
+    """Probe the endpoints of a batch concurrently, each at its slot, from `location` (the
+    default one when None); `expected` gives the locations each endpoint's round was sent
+    to (1 when missing).
 
     Endpoints deleted or paused since they were claimed are skipped.
     """
+    slug = location or default_slug()
+    expected = expected or {}
     endpoints = Endpoint.objects.in_bulk([pk for pk, _ in slots])
     work = [(endpoints[pk], slot) for pk, slot in slots if pk in endpoints]
     work = [(endpoint, slot) for endpoint, slot in work if endpoint.enabled]
@@ -57,12 +92,20 @@ def checks_probe(*, slots: Sequence[tuple[UUID, datetime]]) -> list[CheckOutcome
             endpoint.config,
             float(endpoint.timeout_seconds),
             not_before=slot.timestamp(),
+            location=slug,
         )
         for endpoint, slot in work
     ]
     results = asyncio.run(run_batch(tasks, concurrency=settings.PROBE_CONCURRENCY))
     return [
-        CheckOutcome(endpoint.pk, slot, datetime.fromtimestamp(result.started_at, UTC), result)
+        CheckOutcome(
+            endpoint.pk,
+            slot,
+            datetime.fromtimestamp(result.started_at, UTC),
+            result,
+            location=stored_slug(slug),
+            expected=max(1, int(expected.get(endpoint.pk, 1))),
+        )
         for (endpoint, slot), result in zip(work, results, strict=True)
     ]
 
@@ -77,6 +120,20 @@ class Stored:
     endpoints: dict[UUID, Endpoint]
 
 
+def endpoints_lock(*, ids: Sequence[UUID], skip_locked: bool = False) -> dict[UUID, Endpoint]:
+    """Lock endpoints in id order until the transaction ends, their state columns loaded
+    (target and config deferred); with `skip_locked`, those another transaction holds are
+    left out instead of waited for.
+
+    FOR NO KEY UPDATE: it serialises pipelines as FOR UPDATE does, yet lets rows that
+    refer to the endpoint (a ping being stored) be inserted meanwhile. The project comes
+    along unlocked: a new incident takes its organization.
+    """
+    locked = Endpoint.objects.defer("target", "config").select_related("project")
+    locked = locked.select_for_update(no_key=True, of=("self",), skip_locked=skip_locked)
+    return locked.order_by("pk").in_bulk(list(ids))
+
+
 def checks_store(*, outcomes: Sequence[CheckOutcome]) -> Stored:
     """Lock the outcomes' endpoints and store each result whose slot is still free.
 
@@ -87,27 +144,22 @@ def checks_store(*, outcomes: Sequence[CheckOutcome]) -> Stored:
     if not outcomes:
         return Stored([], [], {})
     ids = sorted({outcome.endpoint_id for outcome in outcomes})
-    # FOR NO KEY UPDATE: it serialises pipelines as FOR UPDATE does, yet lets rows that
-    # refer to the endpoint (a ping being stored) be inserted meanwhile. The project comes
-    # along unlocked: a new incident takes its organization.
-    locked = Endpoint.objects.defer("target", "config").select_related("project")
-    locked = locked.select_for_update(no_key=True, of=("self",))
-    locked = locked.order_by("pk")
-    endpoints = locked.in_bulk(ids)
+    endpoints = endpoints_lock(ids=ids)
     # A batch's slots come from one dispatcher tick: a narrow time range, so one index
     # range probe per endpoint finds them (an IN list of 200 times made a slow plan).
+    # A slot is taken per location: each location of a round stores its own result.
     slots = [o.scheduled_for for o in outcomes]
     taken = set(
         CheckResult.objects.filter(
             endpoint_id__in=ids, scheduled_for__gte=min(slots), scheduled_for__lte=max(slots)
-        ).values_list("endpoint_id", "scheduled_for")
+        ).values_list("endpoint_id", "scheduled_for", "location")
     )
     fresh = [
         o
         for o in outcomes
-        if o.endpoint_id in endpoints and (o.endpoint_id, o.scheduled_for) not in taken
+        if o.endpoint_id in endpoints and (o.endpoint_id, o.scheduled_for, o.location) not in taken
     ]
-    fresh = list({(o.endpoint_id, o.scheduled_for): o for o in fresh}.values())
+    fresh = list({(o.endpoint_id, o.scheduled_for, o.location): o for o in fresh}.values())
     stored = CheckResult.objects.bulk_create(
         CheckResult(
             endpoint_id=o.endpoint_id,
@@ -118,6 +170,7 @@ def checks_store(*, outcomes: Sequence[CheckOutcome]) -> Stored:
             status_detail=o.result.status_detail,
             error=o.result.error,
             error_detail=o.result.error_detail,
+            location=o.location,
         )
         for o in fresh
     )
@@ -132,6 +185,7 @@ def checks_store(*, outcomes: Sequence[CheckOutcome]) -> Stored:
                 error=o.result.error,
                 error_detail=o.result.error_detail,
                 scheduled_for=o.scheduled_for.isoformat(),
+                location=shown_slug(o.location),
             )
     transaction.on_commit(partial(metrics.checks_observed, kinds=kinds), robust=True)
     return Stored(stored, fresh, endpoints)
@@ -172,6 +226,7 @@ _STATE_FIELDS = [
     "streak_length",
     "streak_started_at",
     "streak_error",
+    "last_round_at",
 ]
 
 
@@ -196,6 +251,8 @@ def incidents_advance(
         applied = False
         for outcome in group:
             applied |= _apply_outcome(endpoint, outcome, ledger)
+            # A round's verdict moved `last_round_at` even when it moves nothing else.
+            applied |= outcome.location == ROUND_LOCATION
         if applied:
             changed.append(endpoint)
     ledger.write(changed)
@@ -237,8 +294,7 @@ def _apply_outcome(endpoint: Endpoint, outcome: CheckOutcome, ledger: _Ledger) -
     at = endpoint.streak_started_at if endpoint.status == EndpointStatus.PENDING else None
     reason = result.error or result.status_detail
     if status == EndpointStatus.DEGRADED:
-        slow = endpoint.config_masked.get("degraded_above_ms")
-        reason = f"{reason}, {result.response_time_ms:.0f} ms (above {slow} ms)".lstrip(", ")
+        reason = _degraded_reason(endpoint, result, reason)
     change = endpoint.move_to(status, at or outcome.checked_at, reason)
     if change is not None:
         ledger.changes.append(change)
@@ -295,14 +351,29 @@ def _status_after(
         return EndpointStatus.DOWN
     if not result.ok:
         return endpoint.status  # a failure not yet confirmed changes nothing
-    slow = endpoint.config_masked.get("degraded_above_ms")
-    # A check with no time (a heartbeat ping without a start) is never slow.
-    timed = result.response_time_ms
-    if slow is not None and timed is not None and timed > slow:
-        return EndpointStatus.DEGRADED
-    if _lossy(endpoint, result):
+    if _slow(endpoint, result) or _lossy(endpoint, result) or result.failing_locations:
         return EndpointStatus.DEGRADED
     return EndpointStatus.UP
+
+
+def _slow(endpoint: Endpoint, result: ProbeResult) -> bool:
+    """A success slower than `config.degraded_above_ms`. A check with no time (a heartbeat
+    ping without a start) is never slow."""
+    slow = endpoint.config_masked.get("degraded_above_ms")
+    timed = result.response_time_ms
+    return slow is not None and timed is not None and timed > slow
+
+
+def _degraded_reason(endpoint: Endpoint, result: ProbeResult, detail: str) -> str:
+    """Why a success degrades the endpoint: the locations failing in its round (`Failing
+    in eu-west: Connection refused`), then its slowness."""
+    slow = endpoint.config_masked.get("degraded_above_ms")
+    if not result.failing_locations:
+        return f"{detail}, {result.response_time_ms:.0f} ms (above {slow} ms)".lstrip(", ")
+    failing = f"Failing in {result.failing_locations}"
+    if _slow(endpoint, result):
+        return f"{failing}; {result.response_time_ms:.0f} ms (above {slow} ms)"
+    return failing
 
 
 def _lossy(endpoint: Endpoint, result: ProbeResult) -> bool:

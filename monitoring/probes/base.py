@@ -15,6 +15,7 @@ import aiohttp
 from aiohttp.http_exceptions import HttpProcessingError
 from django.conf import settings
 
+from monitoring.locations import LOCATION_HEADER
 from monitoring.probes import phrases
 from monitoring.probes.certificates import PeerCertificate, client_context
 from monitoring.probes.network import (
@@ -42,13 +43,29 @@ T = TypeVar("T")
 @dataclass(frozen=True)
 class ProbeTask:
     """One check to run: the endpoint's decrypted target and its validated config, not
-    started before `not_before` (a Unix time: its slot)."""
+    started before `not_before` (a Unix time: its slot), from `location` (a slug, sent to
+    HTTP targets in `X-Healthmon-Location`; empty: no header, a check outside a worker)."""
 
     type: str
     target: str
     config: dict[str, Any]
     timeout: float
     not_before: float = 0.0
+    location: str = ""
+
+
+def request_headers(task: ProbeTask, *given: dict[str, str] | None) -> dict[str, str]:
+    """The headers an HTTP-family probe sends: `given` in order (the probe's own, then the
+    config's), and the location header last. The location is the monitoring's statement of
+    where the check runs from: a configured header of that name is dropped, not sent."""
+    headers: dict[str, str] = {}
+    for extra in given:
+        headers.update(extra or {})
+    if not task.location:
+        return headers
+    wanted = LOCATION_HEADER.lower()
+    headers = {name: value for name, value in headers.items() if name.lower() != wanted}
+    return {**headers, LOCATION_HEADER: task.location}
 
 
 @dataclass(frozen=True)
@@ -76,6 +93,9 @@ class ProbeResult:
     error_detail: str = ""  # what the driver or server said, masked: `error` is a phrase
     certificate: PeerCertificate | None = None
     loss_percent: float | None = None  # ICMP: more than config.max_loss_percent is degraded
+    # A round's verdict only: the locations that failed although the quorum held, with their
+    # errors (`eu-west: Connection refused`). A success with failing locations is degraded.
+    failing_locations: str = ""
 
 
 class ProbeFailed(Exception):

@@ -25,6 +25,7 @@ from monitoring.probes.base import (
     ProbeContext,
     ProbeFailed,
     ProbeTask,
+    request_headers,
     task_tls_context,
     tls_context,
 )
@@ -175,7 +176,8 @@ async def _refine_http(url: str, task: ProbeTask, context: ProbeContext) -> tupl
     if re.search(r"graphql", urlsplit(url).path, re.IGNORECASE):
         return EndpointType.GRAPHQL, url
     tls = task_tls_context(task)
-    async with context.http.get(url, ssl=tls, allow_redirects=False) as response:
+    headers = request_headers(task)  # the look is a request from the location too
+    async with context.http.get(url, headers=headers, ssl=tls, allow_redirects=False) as response:
         if response.status == 426 or response.headers.get("Upgrade", "").lower() == "websocket":
             return EndpointType.WEBSOCKET, re.sub(r"^http", "ws", url)
         if response.headers.get("X-Elastic-Product") == "Elasticsearch":

@@ -15,6 +15,7 @@ from monitoring.probes.base import (
     ProbeContext,
     ProbeFailed,
     ProbeTask,
+    request_headers,
     task_tls_context,
 )
 from monitoring.targets import is_secret_name
@@ -74,7 +75,7 @@ async def fetch(
     to another origin: secret ones (API keys, tokens) go only to the target's own origin.
     Each hop connects through the network policy like the first.
     """
-    headers = {**(headers or {}), **(task.config.get("headers") or {})}
+    headers = request_headers(task, headers, task.config.get("headers"))
     follow = task.config.get("follow_redirects", True)
     ssl = task_tls_context(task)  # notes the handshakes: the runner reads the certificate
     origin, target = URL(url).origin(), URL(url)

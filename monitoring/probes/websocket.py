@@ -15,6 +15,7 @@ from monitoring.probes.base import (
     ProbeFailed,
     ProbeTask,
     raw_text,
+    request_headers,
     task_tls_context,
 )
 from monitoring.probes.certificates import peer_certificate
@@ -37,7 +38,7 @@ async def probe(task: ProbeTask, context: ProbeContext) -> Outcome:
             ping_interval=None,
             close_timeout=1,
             max_size=MAX_BODY_BYTES,
-            additional_headers=task.config.get("headers") or {},
+            additional_headers=request_headers(task, task.config.get("headers")),
             ssl=tls,
         ) as websocket:
             certificate = peer_certificate(websocket.transport.get_extra_info("ssl_object"))
