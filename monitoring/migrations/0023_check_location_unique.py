@@ -12,7 +12,24 @@ from django.db import migrations, models
 NEW_INDEX = "check_one_per_slot_location"
 
 
+def _remake(apps: Any, schema_editor: Any, fields: list[str]) -> None:
+    """SQLite: rebuild the table with the constraint on `fields`. Its unique constraints
+    are part of the table, rebuilt from the model's constraints by both remove_constraint
+    and add_constraint; this state's model still lists the old one, so it is swapped on
+    the model first (its historical copy: nothing else sees it)."""
+    model = apps.get_model("monitoring", "CheckResult")
+    kept = [c for c in model._meta.constraints if c.name != "check_one_per_slot"]
+    model._meta.constraints = [
+        *kept,
+        models.UniqueConstraint(fields=fields, name="check_one_per_slot"),
+    ]
+    schema_editor._remake_table(model)
+
+
 def swap(apps: Any, schema_editor: Any) -> None:
+    if schema_editor.connection.vendor == "sqlite":
+        _remake(apps, schema_editor, ["endpoint", "scheduled_for", "location"])
+        return
     if schema_editor.connection.vendor != "postgresql":
         model = apps.get_model("monitoring", "CheckResult")
         schema_editor.remove_constraint(
@@ -41,6 +58,9 @@ def swap(apps: Any, schema_editor: Any) -> None:
 
 
 def unswap(apps: Any, schema_editor: Any) -> None:
+    if schema_editor.connection.vendor == "sqlite":
+        _remake(apps, schema_editor, ["endpoint", "scheduled_for"])
+        return
     model = apps.get_model("monitoring", "CheckResult")
     schema_editor.remove_constraint(
         model,
