@@ -368,12 +368,14 @@ def _degraded_reason(endpoint: Endpoint, result: ProbeResult, detail: str) -> st
     """Why a success degrades the endpoint: the locations failing in its round (`Failing
     in eu-west: Connection refused`), then its slowness."""
     slow = endpoint.config_masked.get("degraded_above_ms")
-    if not result.failing_locations:
-        return f"{detail}, {result.response_time_ms:.0f} ms (above {slow} ms)".lstrip(", ")
-    failing = f"Failing in {result.failing_locations}"
-    if _slow(endpoint, result):
-        return f"{failing}; {result.response_time_ms:.0f} ms (above {slow} ms)"
-    return failing
+    if result.failing_locations:
+        failing = f"Failing in {result.failing_locations}"
+        if _slow(endpoint, result):
+            return f"{failing}; {result.response_time_ms:.0f} ms (above {slow} ms)"
+        return failing
+    if result.response_time_ms is None:  # a failed round keeping a degraded status
+        return detail
+    return f"{detail}, {result.response_time_ms:.0f} ms (above {slow} ms)".lstrip(", ")
 
 
 def _lossy(endpoint: Endpoint, result: ProbeResult) -> bool:
