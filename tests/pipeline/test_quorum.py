@@ -5,6 +5,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 import time_machine
+from django.utils import timezone
 
 from alerts.messages.documents import event_document
 from alerts.messages.text import mail_body
@@ -15,7 +16,7 @@ from monitoring.locations import stored_slug
 from monitoring.models import CheckResult, Endpoint, EndpointStatus, Incident, PendingRound
 from monitoring.probes import ProbeResult
 from pipeline.checks import checks_record, rounds_judge_due
-from pipeline.tasks import judge_pending_rounds
+from pipeline.tasks import judge_pending_rounds, run_checks
 
 T0 = datetime(2030, 1, 1, 12, 0, tzinfo=UTC)
 INTERVAL = 30
@@ -288,3 +289,28 @@ def test_a_degraded_round_says_which_locations_fail_and_how_slow_it_is(cast, mak
     change = fresh(endpoint).status_changes.get()
     assert change.to_status == EndpointStatus.DEGRADED
     assert change.reason == "Failing in ap-south: timed out after 10 s; 250 ms (above 100 ms)"
+
+
+def test_the_task_probes_from_its_location_and_reads_each_items_count(
+    cast, make_endpoint, http_peer, settings
+):
+    settings.PROBE_ALLOW_PRIVATE_NETWORKS = True
+    endpoint = located(
+        make_endpoint(cast.project, target=http_peer.url("/health")), "eu-west", "us-east"
+    )
+    now = timezone.now()  # after the endpoint was made: its checks are watched
+    item = [str(endpoint.pk), now.isoformat(), 2]
+
+    assert run_checks([item], location="eu-west") == 1
+    assert PendingRound.objects.filter(endpoint=endpoint).exists()
+    assert run_checks([item], location="us-east") == 1
+    assert run_checks([item], location="us-east") == 0  # delivered twice
+
+    endpoint = fresh(endpoint)
+    assert (endpoint.status, endpoint.last_round_at) == (EndpointStatus.UP, now)
+    assert set(CheckResult.objects.values_list("location", flat=True)) == {"eu-west", "us-east"}
+    # an item of before locations (no count) is a round of the default location alone
+    other = now - timedelta(seconds=1)  # past: probed at once
+    assert run_checks([[str(endpoint.pk), other.isoformat()]]) == 1
+    assert CheckResult.objects.get(scheduled_for=other).location == ""
+    assert fresh(endpoint).last_round_at == now
