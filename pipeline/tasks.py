@@ -25,9 +25,16 @@ BATCH_TIME_LIMIT = MAX_TIMEOUT_SECONDS + 30
     soft_time_limit=BATCH_SOFT_TIME_LIMIT,
     time_limit=BATCH_TIME_LIMIT,
 )
-def run_checks(items: list[list[str]]) -> int:
-    """Probe a batch of (endpoint id, slot) pairs; safe to run twice for one batch."""
-    slots = [(UUID(pk), datetime.fromisoformat(slot)) for pk, slot in items]
+def run_checks(items: list[list[str | int]], location: str | None = None) -> int:
+    """Probe a batch of (endpoint id, slot[, expected]) items from `location` (the default
+    one when not given); safe to run twice for one batch.
+
+    `expected`, when there, is how many locations probe that endpoint in this round (one
+    when left out, as in batches queued before locations existed)."""
+    slots = [(UUID(str(item[0])), datetime.fromisoformat(str(item[1]))) for item in items]
+    # The location and `expected` are read by checks_run(slots=, location=, expected=)
+    # once the pipeline judges rounds across locations; until then every batch is stored
+    # as the default location's.
     return checks_run(slots=slots)
 
 
