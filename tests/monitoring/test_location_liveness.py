@@ -2,6 +2,8 @@
 offline once, tells the operators once, parks the endpoints it strands, and resolves the
 outage when a worker is heard again."""
 
+import os
+import subprocess
 import threading
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -290,3 +292,23 @@ def test_a_worker_started_with_a_location_makes_it_online(tmp_path: Path):
         processes.stop_all()
         processes.print_logs()
         server.kill()
+
+
+def test_make_worker_with_a_location_runs_a_worker_of_that_location_only():
+    root = Path(__file__).resolve().parents[2]
+    outside_make = {k: v for k, v in os.environ.items() if k not in {"MAKEFLAGS", "MAKELEVEL"}}
+    command = ["make", "--no-print-directory", "-n", "-o", ".venv/.installed"]
+    dry_run = subprocess.run(  # noqa: S603
+        [*command, "worker", "LOCATION=eu-west"],
+        cwd=root,
+        env=outside_make,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    line = dry_run.strip().splitlines()[-1]
+
+    assert line.startswith("PROBE_LOCATION=eu-west ")
+    assert line.endswith(
+        "celery -A healthmon worker -Q probes.eu-west -n eu-west@%h --loglevel=INFO"
+    )
