@@ -43,8 +43,13 @@ demo: $(VENV)/.installed
 procfile = PATH="$(abspath $(BIN)):$$PATH" sh -c "exec $$(sed -n 's/^$(1): //p' Procfile)"
 
 ## worker: a Celery worker on CELERY_BROKER_URL (Redis in production); run as many as needed.
+## `make worker LOCATION=eu-west`: a worker of that probe location instead, anywhere that
+## reaches the broker and the database: PROBE_LOCATION=eu-west, consuming `probes.eu-west` only.
+location_worker = PROBE_LOCATION=$(LOCATION) PATH="$(abspath $(BIN)):$$PATH" exec celery \
+    -A healthmon worker -Q probes.$(LOCATION) -n $(LOCATION)@%h --loglevel=INFO
+
 worker: $(VENV)/.installed
-	$(call procfile,worker)
+	$(if $(LOCATION),$(location_worker),$(call procfile,worker))
 
 ## beat: the scheduler that runs the dispatcher every second; run exactly one.
 beat: $(VENV)/.installed

@@ -14,6 +14,15 @@ slot for the broker and a worker), slots claimed against expected (missed, dupli
 off-phase) and the CPU of the dispatchers and of their PostgreSQL server processes as a
 share of all cores. Goals: p99 lag <= 50 ms, no missed checks, under half of the cores.
 
+Then, in the same run, probe locations: two more phases of `--locations-duration` seconds
+each, one dispatcher, every batch also sent for real to the broker (kombu's memory
+transport, or Redis with `--end-to-end`): first with the endpoints probed from the default
+location alone, then from `--locations` (3) named locations that are online, so each claim
+goes out three times. Printed per phase: claim-and-send time per tick, the dispatcher's CPU
+per tick (and its PostgreSQL server's), items sent per location and any sent twice. Goal:
+the dispatcher's CPU per tick with three locations at most 1.5 times the single-location
+figure.
+
 With `--end-to-end` the collector also sends each batch for real, through Redis (db 14), to
 a prefork Celery worker of the project (2 processes) that probes local nginx targets and
 stores the results: the lag is then each stored check's own start minus its slot.
@@ -21,6 +30,7 @@ The database, the processes and the Redis keys are removed at the end, also on C
 
     .venv/bin/python bench/scheduler.py [--quick] [--endpoints 10000] [--duration 90]
         [--tick 1.0] [--second-from 30 --second-to 60] [--end-to-end]
+        [--locations 3] [--locations-duration 30]
 """
 
 import argparse
@@ -59,6 +69,7 @@ from _support import (
 
 GOAL_LAG_MS = 50
 GOAL_CPU_SHARE = 0.5
+GOAL_LOCATIONS_CPU_RATIO = 1.5
 INTERVAL = 30
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -78,6 +89,10 @@ def parse_args() -> argparse.Namespace:
         "--end-to-end", action="store_true", help="send the batches to a real Celery worker"
     )
     parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/14", help="its broker")
+    parser.add_argument("--locations", type=int, default=3, help="named probe locations")
+    parser.add_argument(
+        "--locations-duration", type=float, default=30, help="seconds of each locations phase"
+    )
     # Internal: run as the second dispatcher.
     parser.add_argument("--as-second", metavar="FILE", help=argparse.SUPPRESS)
     parser.add_argument("--start", type=float, help=argparse.SUPPRESS)
@@ -85,9 +100,11 @@ def parse_args() -> argparse.Namespace:
     if args.smoke:
         args.endpoints, args.duration = 200, 6
         args.second_from, args.second_to = 2, 4
+        args.locations_duration = 4
     elif args.quick:
         args.endpoints, args.duration = 2000, 35
         args.second_from, args.second_to = 10, 25
+        args.locations_duration = 15
     return args
 
 
@@ -116,29 +133,47 @@ def create_endpoints(count: int, first_slot: datetime, urls: list[str]) -> dict[
     return {str(e.pk): micros(e.next_check_at) for e in endpoints}
 
 
-def run_dispatcher(args: argparse.Namespace, start: float, begin: float, end: float) -> dict:
+def run_dispatcher(
+    args: argparse.Namespace, start: float, begin: float, end: float, for_real: bool = False
+) -> dict:
     """Dispatch on every tick `start + k * tick` inside [start + begin, start + end).
 
     Returns the ticks (time, claim seconds, slots) and the claims (endpoint id, slot in
     epoch microseconds, hand-over wall time), with this process's CPU and its database
-    server's. With `--end-to-end` each batch is also sent for real.
+    server's, and the items sent per location. With `--end-to-end` (or `for_real`) each
+    batch is also sent for real.
     """
     from django.utils import timezone
 
     from monitoring import scheduler
 
     claims: list[tuple[str, int, float]] = []
+    per_location: Counter[str] = Counter()
+    seen: Counter[tuple[str, str, str]] = Counter()
     send = scheduler.send_batch
 
-    def collect(items: list[list[str]], slow: bool = False) -> None:
+    def collect(items: list[list], slow: bool = False, location: str | None = None) -> None:
         handed = time.time()
-        claims.extend((pk, micros(datetime.fromisoformat(slot)), handed) for pk, slot in items)
-        if args.end_to_end:
-            send(items, slow=slow)
+        where = location or "default"
+        per_location[where] += len(items)
+        seen.update((pk, slot, where) for pk, slot, *_ in items)
+        if location is None or location == first_location:  # each claim once, not per place
+            claims.extend(
+                (pk, micros(datetime.fromisoformat(slot)), handed) for pk, slot, *_ in items
+            )
+        if args.end_to_end or for_real:
+            if location is None:
+                send(items, slow)
+            else:
+                send(items, slow, location)
 
+    first_location = location_slugs(args.locations)[0] if args.locations else None
     scheduler.send_batch = collect
     backend = database_backend_pid()
     scheduler.dispatch(now=timezone.now() - timedelta(days=1), batch_size=args.batch_size)
+    per_location.clear()
+    seen.clear()
+    claims.clear()
     ticks = []
     k = max(0, int((begin + args.tick - 1e-9) // args.tick))
     cpu0, db0, wall0 = time.process_time(), cpu_seconds(backend), start + k * args.tick
@@ -151,13 +186,21 @@ def run_dispatcher(args: argparse.Namespace, start: float, begin: float, end: fl
         sent = scheduler.dispatch(now=now, batch_size=args.batch_size)
         ticks.append((micros(now), time.perf_counter() - began, sent))
         k += 1
+    scheduler.send_batch = send
     return {
         "ticks": ticks,
         "claims": claims,
         "cpu": time.process_time() - cpu0,
         "db_cpu": cpu_seconds(backend) - db0,
         "wall": time.time() - wall0,
+        "per_location": dict(per_location),
+        "sent_twice": sum(n - 1 for n in seen.values() if n > 1),
     }
+
+
+def location_slugs(count: int) -> list[str]:
+    """The named probe locations of the locations phases."""
+    return [f"bench-{n}" for n in range(1, count + 1)]
 
 
 def second_dispatcher(args: argparse.Namespace) -> int:
@@ -346,6 +389,71 @@ def dispatch_run(args: argparse.Namespace, start: float) -> dict[str, dict]:
     return runs
 
 
+def locations_run(args: argparse.Namespace) -> dict[str, dict]:
+    """The same dispatcher, sending for real: the endpoints probed from the default location
+    alone, then from `args.locations` online named locations."""
+    from django.utils import timezone
+
+    from monitoring.locations_live import location_heartbeat
+    from monitoring.models import Endpoint, Location
+
+    slugs = location_slugs(args.locations)
+    for slug in slugs:
+        location_heartbeat(slug=slug, hostname=f"bench@{slug}", now=timezone.now())
+    # Heard until the run ends: no heartbeat writes inside the measured ticks.
+    Location.objects.filter(slug__in=slugs).update(last_seen_at=timezone.now() + timedelta(hours=1))
+    from monitoring import scheduler
+
+    for location in (None, *slugs):  # the first sends open the broker's connection and queues
+        scheduler.send_batch([], False, location)
+    runs = {}
+    for name, listed in (("1 location", []), (f"{len(slugs)} locations", slugs)):
+        Endpoint.objects.update(locations=listed)
+        start = float(int(time.time()) + 1)
+        runs[name] = run_dispatcher(args, start, 0, args.locations_duration, for_real=True)
+    return runs
+
+
+def analyse_locations(args: argparse.Namespace, runs: dict[str, dict]) -> None:
+    """Claim-and-send time and dispatcher CPU per tick, one location against several."""
+    rows, per_tick = [], {}
+    for name, r in runs.items():
+        times = [seconds * 1000 for _, seconds, _ in r["ticks"]]
+        ticks = max(1, len(r["ticks"]))
+        per_tick[name] = r["cpu"] / ticks * 1000
+        sent = ", ".join(f"{where} {n}" for where, n in sorted(r["per_location"].items()))
+        rows.append(
+            [
+                name,
+                len(r["ticks"]),
+                len(r["claims"]),
+                sent,
+                r["sent_twice"],
+                f"{percentile(times, 50):.1f}",
+                f"{percentile(times, 99):.1f}",
+                f"{per_tick[name]:.2f}",
+                f"{r['db_cpu'] / ticks * 1000:.2f}",
+            ]
+        )
+    print()
+    print(f"Probe locations: {args.endpoints} endpoints, {args.locations_duration:g} s per phase")
+    headers = ["phase", "ticks", "claimed", "items sent per location", "sent twice"]
+    headers += ["claim+send p50 ms", "p99 ms", "CPU ms/tick", "postgres CPU ms/tick"]
+    print_table(headers, rows)
+    single, several = per_tick["1 location"], per_tick[f"{args.locations} locations"]
+    ratio = several / single if single else float("inf")
+    print()
+    goal = f"<= {GOAL_LOCATIONS_CPU_RATIO:g}x"
+    verdict = "meets" if ratio <= GOAL_LOCATIONS_CPU_RATIO else "MISSES"
+    print(
+        f"dispatcher CPU per tick with {args.locations} locations: {ratio:.2f}x the single-"
+        f"location figure: {verdict} the goal ({goal})"
+    )
+    twice = sum(r["sent_twice"] for r in runs.values())
+    verdict = "meets" if not twice else "MISSES"
+    print(f"items sent twice to one location {twice}: {verdict} the goal (none)")
+
+
 def move_first_slots(first_slots: dict[str, int]) -> tuple[float, dict[str, int]]:
     """Start the run on a whole second just ahead: move every first slot there."""
     from django.db.models import F
@@ -395,6 +503,8 @@ def benchmark(args: argparse.Namespace) -> None:
             cpu = tree_cpu_seconds(worker.pid) - worker_cpu
             end_to_end = {"results": results, "cpu": cpu}
         analyse(args, first_slots, runs, end_to_end)
+        if args.locations > 0:
+            analyse_locations(args, locations_run(args))
         from django.db import connection
 
         connection.close()

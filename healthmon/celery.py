@@ -17,6 +17,7 @@ from celery.signals import (
     worker_ready,
 )
 from celery.worker.consumer import Consumer
+from django.utils.module_loading import import_string
 from kombu import Connection
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "healthmon.settings")
@@ -27,6 +28,9 @@ REQUEST_ID_HEADER = "request_id"
 
 # How long a worker waits between attempts to reach a broker that went away.
 RECONNECT_SECONDS = 1
+# The loop that keeps a worker's probe location alive. It lives in monitoring, a layer
+# above this one, so it is named rather than imported (as healthmon.queue names tasks).
+LOCATION_HEARTBEAT = "monitoring.locations_live.heartbeat_forever"
 
 
 class PromptConsumer(Consumer):
@@ -69,6 +73,17 @@ def freeze_startup_objects(**kwargs: Any) -> None:
     engine a quarter of its CPU in the benchmark (bench/README.md)."""
     gc.collect()
     gc.freeze()
+
+
+@worker_ready.connect
+def keep_location_alive(sender: Consumer, **kwargs: Any) -> None:
+    """Start the thread that keeps this worker's probe location online (a heartbeat every
+    15 s in the database), for as long as the worker process lives."""
+    queues = list(sender.app.amqp.queues.consume_from or ())
+    heartbeat = import_string(LOCATION_HEARTBEAT)
+    threading.Thread(
+        target=heartbeat, args=(sender.hostname, queues), name="location-heartbeat", daemon=True
+    ).start()
 
 
 # Context bound for each running task, kept to be undone when it ends: an eager task (tests,

@@ -523,6 +523,12 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": 5.0,
         "options": {"expires": 10},
     },
+    # Probe locations silent for 60 s go offline, once, and their operators are told.
+    "watch-locations": {
+        "task": "monitoring.tasks.watch_locations",
+        "schedule": 5.0,
+        "options": {"expires": 5, "queue": "dispatch"},
+    },
     "apply-retention": {
         "task": "analytics.tasks.apply_retention",
         "schedule": 3600.0,

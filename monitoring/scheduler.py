@@ -1,5 +1,9 @@
 """The dispatcher: claim due endpoints, move their next check on, send them in batches.
 
+One claim per endpoint per round, however many places probe it: each claimed endpoint's
+batch goes to every online location it lists (the default location when it lists none,
+through the ordinary queues), so the results of one round share one `scheduled_for`.
+
 On PostgreSQL the claim is `SELECT ... FOR UPDATE SKIP LOCKED`, so any number of
 dispatchers (two beats by mistake, or a failover) never claim an endpoint twice for one
 slot. SQLite has no row locks: there each row is claimed by a compare-and-set UPDATE of
@@ -8,7 +12,8 @@ its `next_check_at`, which SQLite's single writer makes just as exclusive.
 
 import logging
 import random
-from collections.abc import Sequence
+from collections import defaultdict
+from collections.abc import Collection, Sequence
 from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
@@ -20,6 +25,7 @@ from healthmon import metrics
 from healthmon.db import update_each
 from healthmon.logging import get_logger
 from healthmon.queue import enqueue
+from monitoring.locations import default_slug, online_slugs, queue_for
 from monitoring.models import Endpoint, Heartbeat
 
 logger = logging.getLogger(__name__)
@@ -27,7 +33,11 @@ events = get_logger(__name__)
 # A tick that claims a slot more than this late says the dispatcher is falling behind.
 LAG_WARNING_SECONDS = 1.0
 Slot = tuple[UUID, datetime]
-Claim = tuple[UUID, datetime, bool]  # the slot, and whether the last check failed
+# The slot, whether the last check failed, and the locations the endpoint lists.
+Claim = tuple[UUID, datetime, bool, list[str]]
+# A batch's item: endpoint id, slot, and (when more than one) how many locations probe it in
+# this round; an item of two is a round of one location, as before locations existed.
+Item = list[str | int]
 CLAIM_LIMIT = 2000
 # Beat runs the dispatcher once a second: it claims what falls due before the next tick and
 # hands it over early; each probe then waits for its own slot (monitoring.probes.runner),
@@ -56,7 +66,7 @@ def next_slot(scheduled: datetime, interval: int, now: datetime) -> datetime:
 
 def claim_due(*, now: datetime, limit: int = CLAIM_LIMIT) -> list[Slot]:
     """Claim up to `limit` due endpoints; returns (endpoint id, slot) pairs, oldest first."""
-    return [(pk, slot) for pk, slot, _ in _claim(now, limit)]
+    return [(pk, slot) for pk, slot, _, _ in _claim(now, limit)]
 
 
 def _claim(now: datetime, limit: int) -> list[Claim]:
@@ -70,7 +80,7 @@ def _claim(now: datetime, limit: int) -> list[Claim]:
     due = (
         Endpoint.objects.due(now)
         .order_by("next_check_at")
-        .values_list("id", "next_check_at", "interval_seconds", "streak_ok")
+        .values_list("id", "next_check_at", "interval_seconds", "streak_ok", "locations")
     )
     if connection.features.has_select_for_update_skip_locked:
         return _claim_locked(due, now, limit)
@@ -81,21 +91,22 @@ def _claim_locked(due: Any, now: datetime, limit: int) -> list[Claim]:
     with transaction.atomic():
         rows = list(due.select_for_update(skip_locked=True)[:limit])
         update_each(
-            [Endpoint(id=pk, next_check_at=next_slot(at, every, now)) for pk, at, every, _ in rows],
+            [Endpoint(id=pk, next_check_at=next_slot(at, e, now)) for pk, at, e, _, _ in rows],
             ["next_check_at"],
         )
-    return [(pk, slot, last_ok is False) for pk, slot, _, last_ok in rows]
+    return [(pk, slot, last_ok is False, listed) for pk, slot, _, last_ok, listed in rows]
 
 
 def _claim_compare_and_set(due: Any, now: datetime, limit: int) -> list[Claim]:
     claimed = []
     with transaction.atomic():
-        for pk, slot, every, last_ok in list(due[:limit]):
+        # The rest of a row (the listed locations) rides along with the claim.
+        for pk, slot, every, last_ok, *rest in list(due[:limit]):
             won = Endpoint.objects.filter(pk=pk, next_check_at=slot, enabled=True).update(
                 next_check_at=next_slot(slot, every, now)
             )
             if won:
-                claimed.append((pk, slot, last_ok is False))
+                claimed.append((pk, slot, last_ok is False, *rest))
     return claimed
 
 
@@ -105,40 +116,97 @@ def batches(slots: Sequence[Slot], size: int) -> list[list[list[str]]]:
     return [items[i : i + size] for i in range(0, len(items), size)]
 
 
-def send_batch(items: list[list[str]], slow: bool = False) -> None:
-    """Queue a batch (on the slow lane: endpoints whose last check failed); it expires
-    rather than run long after its slot."""
-    options = {"queue": SLOW_QUEUE} if slow else {}
+def send_batch(items: Sequence[Item], slow: bool = False, location: str | None = None) -> None:
+    """Queue a batch for a location (None: the default one); it expires rather than run long
+    after its slot.
+
+    The default location's batches go to the ordinary queues (`slow` for endpoints whose
+    last check failed) exactly as before locations existed, without a `location` argument
+    (the task's default), so workers of an older release still run them. A named
+    location's batches, slow lane included, go to its one queue, `probes.<slug>`.
+    """
+    queue = queue_for(location) if location is not None else None
+    if queue is None:
+        options: dict[str, Any] = {"queue": SLOW_QUEUE} if slow else {}
+    else:
+        options = {"queue": queue, "kwargs": {"location": location}}
     enqueue(RUN_CHECKS, items, expires=BATCH_EXPIRES_SECONDS, **options)
 
 
-def hand_over(items: list[list[str]], slow: bool = False) -> None:
-    """Queue a batch; if the broker cannot take it, give its slots back to be claimed again
-    on the next tick rather than lose them."""
-    try:
-        send_batch(items, slow=slow)
-    except Exception:
-        logger.exception("Could not queue a batch of %d checks; they stay due", len(items))
-        for pk, slot in items:
-            Endpoint.objects.filter(pk=pk, enabled=True, next_check_at__gt=slot).update(
+def hand_over(
+    items: Sequence[Item], slow: bool = False, locations: Sequence[str | None] = (None,)
+) -> None:
+    """Queue a batch to each of its locations; if the broker took it for none of them,
+    give its slots back to be claimed again on the next tick rather than lose them.
+
+    When some locations got it, the round goes on with those: its verdict is judged by the
+    locations that answer, as when one goes silent, and no target is probed twice for it.
+    """
+    sent = False
+    for location in locations:
+        try:
+            if location is None:
+                send_batch(items, slow)
+            else:
+                send_batch(items, slow, location)
+            sent = True
+        except Exception:
+            logger.exception(
+                "Could not queue a batch of %d checks for %s", len(items), location or "default"
+            )
+    if not sent:
+        logger.warning("The batch of %d checks stays due", len(items))
+        for pk, slot, *_ in items:
+            Endpoint.objects.filter(pk=str(pk), enabled=True, next_check_at__gt=slot).update(
                 next_check_at=slot
             )
 
 
+Lane = tuple[tuple[str, ...], bool]  # the round's target locations, and the slow lane
+
+
+def lanes(claims: Sequence[Claim], online: Collection[str]) -> dict[Lane, list[Item]]:
+    """Claimed slots as batch items grouped by their online target locations and lane.
+
+    An endpoint listing no location goes to the default one (always online); one whose
+    listed locations are all offline gets no lane: nothing is sent for this round.
+    """
+    default = (default_slug(),)
+    grouped: dict[Lane, list[Item]] = defaultdict(list)
+    for pk, slot, failing, listed in claims:
+        if not listed:
+            grouped[default, failing].append([str(pk), slot.isoformat()])
+            continue
+        targets = tuple(sorted({slug for slug in listed if slug in online}))
+        if len(targets) == 1:
+            grouped[targets, failing].append([str(pk), slot.isoformat()])
+        elif targets:
+            grouped[targets, failing].append([str(pk), slot.isoformat(), len(targets)])
+    return grouped
+
+
+def _queue_batches(claims: Sequence[Claim], online: Collection[str], size: int) -> None:
+    """Hand each lane's batches over to its locations once the claim is committed."""
+    default = default_slug()
+    for (targets, slow), items in lanes(claims, online).items():
+        locations = tuple(None if slug == default else slug for slug in targets)
+        for i in range(0, len(items), size):
+            batch = items[i : i + size]
+            transaction.on_commit(partial(hand_over, batch, slow, locations), robust=True)
+
+
 def dispatch(*, now: datetime, batch_size: int) -> int:
-    """Claim what is due and queue it in batches once the claim is committed; then record
-    the tick (the heartbeat /readyz reads, the metrics)."""
+    """Claim what is due and queue it in batches to its online locations once the claim is
+    committed; then record the tick (the heartbeat /readyz reads, the metrics)."""
     total, lag = 0, 0.0
+    online = online_slugs(now)
     while True:
         with transaction.atomic():
-            slots = _claim(now + LOOKAHEAD, CLAIM_LIMIT)
-            for slow in (False, True):
-                lane = [(pk, at) for pk, at, failing in slots if failing is slow]
-                for items in batches(lane, batch_size):
-                    transaction.on_commit(partial(hand_over, items, slow), robust=True)
-        total += len(slots)
-        lag = max([lag, *((now - slot).total_seconds() for _, slot, _ in slots)])
-        if len(slots) < CLAIM_LIMIT:
+            claims = _claim(now + LOOKAHEAD, CLAIM_LIMIT)
+            _queue_batches(claims, online, batch_size)
+        total += len(claims)
+        lag = max([lag, *((now - slot).total_seconds() for _, slot, _, _ in claims)])
+        if len(claims) < CLAIM_LIMIT:
             break
     Heartbeat.beat(HEARTBEAT, now)
     metrics.dispatch_observed(claimed=total, lag_seconds=lag)
