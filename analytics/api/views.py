@@ -16,7 +16,7 @@ from rest_framework.response import Response
 from accounts.access import access_project
 from accounts.models import Project
 from accounts.permissions import caller
-from analytics import reports
+from analytics import locations, reports
 from analytics.api import serializers as shapes
 from analytics.api.params import Query, QuerySerializer
 from analytics.api.renderers import CSVRenderer
@@ -24,7 +24,9 @@ from analytics.windows import BUCKETS, PERIODS
 from apikeys.models import Scope
 from healthmon.api.errors import ProblemJSONRenderer
 from healthmon.api.pagination import PageNumberPagination
+from healthmon.intervals import Window
 from monitoring.access import access_endpoint
+from monitoring.locations import endpoint_slugs
 from monitoring.models import Endpoint
 
 _RANGE = [
@@ -33,8 +35,20 @@ _RANGE = [
     OpenApiParameter("period", str, enum=list(PERIODS), description="Default 24h."),
     OpenApiParameter("endpoint", OpenApiTypes.UUID, description="Only this endpoint."),
     OpenApiParameter("project", OpenApiTypes.UUID, description="Only this project."),
-    OpenApiParameter("group_by", str, enum=["endpoint", "project"]),
+    OpenApiParameter(
+        "group_by",
+        str,
+        enum=["endpoint", "project", "location"],
+        description="location (summary, response-time, uptime): per endpoint and location, "
+        "from raw checks kept RAW_RETENTION_DAYS; the answer's `coverage` says what they cover.",
+    ),
+    OpenApiParameter(
+        "location", str, description="A location's slug: only its checks (implies group_by=location)."
+    ),
 ]
+# The routes answering group_by=location: per-location figures come from raw checks, which
+# say nothing of time-weighted availability or SLA (incidents belong to the endpoint).
+BY_LOCATION = ("summary", "response_time", "uptime")
 _BUCKET = OpenApiParameter("bucket", str, enum=["5m", "1h", "1d"])
 _CSV = OpenApiParameter("format", str, enum=["json", "csv"], description="csv: one row per point.")
 _TARGET = OpenApiParameter("target", str, enum=["99.9", "99.95", "99.99"])
@@ -45,6 +59,7 @@ _WITH_CSV = [renderers.JSONRenderer, ProblemJSONRenderer, CSVRenderer]
 _IDENTITY = ["endpoint", "project", "name"]
 # Points one answer may hold across its series: ~6 MB of JSON.
 MAX_POINTS_PER_ANSWER = 50_000
+
 CSV_COLUMNS = {
     "response_time": [*_IDENTITY, "t", "avg_ms", "min_ms", "max_ms", "p95_ms", "count", "failures"],
     "sla": [
@@ -76,6 +91,16 @@ class AnalyticsPagination(PageNumberPagination):
                 "from": {"type": "string", "format": "date-time"},
                 "to": {"type": "string", "format": "date-time"},
                 "bucket": {"type": "string", "enum": ["5m", "1h", "1d"]},
+                "coverage": {
+                    "type": "object",
+                    "description": "With group_by=location: `since`, the oldest moment raw "
+                    "checks are kept for (or the range's start), and `partial`, true when the "
+                    "range starts before it.",
+                    "properties": {
+                        "since": {"type": "string", "format": "date-time"},
+                        "partial": {"type": "boolean"},
+                    },
+                },
             }
         )
         return paged
@@ -107,6 +132,11 @@ def _check_points(query: Query, series: int) -> None:
         )
 
 
+def _listed(endpoints: Sequence[Endpoint]) -> int:
+    """The locations the endpoints list (the default one for those listing none)."""
+    return sum(len(endpoint_slugs(endpoint)) for endpoint in endpoints)
+
+
 @extend_schema(tags=["analytics"])
 class AnalyticsViewSet(viewsets.GenericViewSet):
     """Read-only analytics over the endpoints the caller can see."""
@@ -136,7 +166,13 @@ class AnalyticsViewSet(viewsets.GenericViewSet):
     def _query(self) -> Query:
         params = QuerySerializer(data=self.request.query_params)
         params.is_valid(raise_exception=True)
-        return params.validated_data["query"]
+        query: Query = params.validated_data["query"]
+        if query.group_by == "location" and self.action not in BY_LOCATION:
+            field = "group_by" if "group_by" in self.request.query_params else "location"
+            raise ValidationError(
+                {field: ["Per-location figures are answered by summary, response-time and uptime."]}
+            )
+        return query
 
     def _items(self, query: Query) -> reports.Items:
         """The page of endpoints (or projects) the report covers; a foreign id is a 404."""
@@ -146,7 +182,7 @@ class AnalyticsViewSet(viewsets.GenericViewSet):
             endpoints = endpoints.filter(pk=access_endpoint(user, query.endpoint).pk)
         if query.project is not None:
             endpoints = endpoints.filter(project=access_project(user, query.project))
-        if query.group_by == "endpoint":
+        if query.group_by in ("endpoint", "location"):
             return reports.Items("endpoint", self.paginate_queryset(endpoints) or [])
         projects = Project.objects.visible_to(user)
         if query.project is not None:
@@ -162,11 +198,17 @@ class AnalyticsViewSet(viewsets.GenericViewSet):
         _check_points(query, len(items.rows()))
         return items
 
-    def _page(self, query: Query, rows: Sequence[Mapping[str, object]]) -> Response:
+    def _page(
+        self, query: Query, rows: Sequence[Mapping[str, object]], covered: Window | None = None
+    ) -> Response:
+        """A page of rows with the resolved range; per-location rows also say what raw
+        checks cover of `covered` (the span they were read over)."""
         response = self.get_paginated_response(rows)
         response.data.update(
             {"from": query.window.start, "to": query.window.end, "bucket": query.bucket}
         )
+        if query.group_by == "location":
+            response.data["coverage"] = locations.raw_coverage(covered or query.window, query.now)
         return response
 
     @_report("Per endpoint: response time, rates and uptime", shapes.SummarySerializer)
@@ -175,6 +217,9 @@ class AnalyticsViewSet(viewsets.GenericViewSet):
         """Latency (avg/min/max/p50/p95/p99), success and error rate over the range, and
         time-weighted uptime over 24 h, 7 d and 30 d up to its end."""
         query = self._query()
+        if query.group_by == "location":
+            endpoints = self._items(query).endpoints
+            return self._page(query, locations.summary(endpoints, query.window, query.location))
         rows = reports.summary(self._items(query), query.window, query.now)
         return self._page(query, rows)
 
@@ -183,6 +228,13 @@ class AnalyticsViewSet(viewsets.GenericViewSet):
     def response_time(self, request: Request) -> Response:
         """Per endpoint (or project), one point per bucket: avg, min, max, p95, count."""
         query = self._query()
+        if query.group_by == "location":
+            endpoints = self._items(query).endpoints
+            # Each endpoint's locations are series: their points together stay bounded.
+            _check_points(query, 1 if query.location is not None else _listed(endpoints))
+            width = BUCKETS[query.bucket]
+            found = locations.series(endpoints, query.window, width, query.location)
+            return self._page(query, found)
         rows = reports.response_time(self._series_items(query), query.window, query.bucket)
         return self._page(query, rows)
 
@@ -191,6 +243,11 @@ class AnalyticsViewSet(viewsets.GenericViewSet):
     def uptime(self, request: Request) -> Response:
         """Time-weighted uptime with the check-count success rate beside it."""
         query = self._query()
+        end = min(query.window.end, query.now)
+        if query.group_by == "location":
+            endpoints = self._items(query).endpoints
+            found = locations.uptime(endpoints, end, query.location)
+            return self._page(query, found, Window(end - PERIODS["30d"], end))
         rows = reports.uptime(self._items(query), query.window.end, query.now)
         return self._page(query, rows)
 
