@@ -142,9 +142,7 @@ def tallies(
     checks: Iterable[RawCheck], windows: Sequence[Window]
 ) -> dict[tuple[UUID, str], list[Tally]]:
     """Per (endpoint, stored slug), a tally of its checks in each window."""
-    found: dict[tuple[UUID, str], list[Tally]] = defaultdict(
-        lambda: [Tally() for _ in windows]
-    )
+    found: dict[tuple[UUID, str], list[Tally]] = defaultdict(lambda: [Tally() for _ in windows])
     for endpoint_id, location, at, ok, ms in checks:
         for index, window in enumerate(windows):
             if window.start <= at < window.end:
@@ -152,7 +150,8 @@ def tallies(
     return found
 
 
-def _identity(endpoint: Endpoint) -> Identity:
+def identity(endpoint: Endpoint) -> Identity:
+    """What a row about an endpoint says it is about."""
     return {
         "endpoint": str(endpoint.pk),
         "name": endpoint.name,
@@ -175,7 +174,7 @@ def summary(
     checks = raw_checks([e.pk for e in endpoints], window, only)
     found, seen = tallies(checks, [window]), _seen(checks)
     return [
-        {**_identity(e), **found[e.pk, slug][0].figures(slug)}
+        {**identity(e), **found[e.pk, slug][0].figures(slug)}
         for e in endpoints
         for slug in slugs_of(e, seen[e.pk], only)
     ]
@@ -187,6 +186,18 @@ def series(
     """Per endpoint and location: a response-time series with every bucket of the window
     (empty ones with count 0)."""
     checks = raw_checks([e.pk for e in endpoints], window, only)
+    return series_of(checks, endpoints, window, width, only)
+
+
+def series_of(
+    checks: Sequence[RawCheck],
+    endpoints: Sequence[Endpoint],
+    window: Window,
+    width: timedelta,
+    only: str | None = None,
+) -> list[LocationSeriesRow]:
+    """`series` from checks already read (those outside the window are left out)."""
+    checks = [check for check in checks if window.start <= check[2] < window.end]
     per_bucket: dict[tuple[UUID, str], dict[datetime, Tally]] = defaultdict(
         lambda: defaultdict(Tally)
     )
@@ -198,7 +209,7 @@ def series(
         for slug in slugs_of(e, seen[e.pk], only):
             own = per_bucket[e.pk, slug]
             points = [(own.get(start) or Tally()).point(start) for start in buckets(window, width)]
-            rows.append({**_identity(e), "location": shown_slug(slug), "points": points})
+            rows.append({**identity(e), "location": shown_slug(slug), "points": points})
     return rows
 
 
@@ -216,7 +227,7 @@ def uptime(
             day, week, month = found[e.pk, slug]
             rows.append(
                 {
-                    **_identity(e),
+                    **identity(e),
                     "location": shown_slug(slug),
                     "uptime_24h": day.uptime,
                     "uptime_7d": week.uptime,

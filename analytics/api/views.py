@@ -43,7 +43,9 @@ _RANGE = [
         "from raw checks kept RAW_RETENTION_DAYS; the answer's `coverage` says what they cover.",
     ),
     OpenApiParameter(
-        "location", str, description="A location's slug: only its checks (implies group_by=location)."
+        "location",
+        str,
+        description="A location's slug: only its checks (implies group_by=location).",
     ),
 ]
 # The routes answering group_by=location: per-location figures come from raw checks, which

@@ -69,7 +69,10 @@ def test_summary_by_location_is_exact_per_location(api, cast, located):
     home = rows["default"]
     assert (home["checks"], home["failures"], home["uptime"]) == (4, 0, 100.0)
     assert (home["avg_ms"], home["p95_ms"]) == (25.0, 38.5)
-    assert response.json()["coverage"] == {"since": iso(NOW - timedelta(hours=24)), "partial": False}
+    assert response.json()["coverage"] == {
+        "since": iso(NOW - timedelta(hours=24)),
+        "partial": False,
+    }
 
 
 def test_location_narrows_to_one_place_and_implies_group_by(api, cast, located):
