@@ -6,7 +6,12 @@ from typing import Any
 
 from django.db.models import QuerySet
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    PolymorphicProxySerializer,
+    extend_schema,
+)
 from rest_framework import renderers, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound, ValidationError
@@ -35,12 +40,19 @@ _RANGE = [
     OpenApiParameter("period", str, enum=list(PERIODS), description="Default 24h."),
     OpenApiParameter("endpoint", OpenApiTypes.UUID, description="Only this endpoint."),
     OpenApiParameter("project", OpenApiTypes.UUID, description="Only this project."),
+    OpenApiParameter("group_by", str, enum=["endpoint", "project"]),
+]
+# The routes answering group_by=location: per-location figures come from raw checks, which
+# say nothing of time-weighted availability or SLA (incidents belong to the endpoint).
+BY_LOCATION = ("summary", "response_time", "uptime")
+# group_by and location= on the routes answering per-location figures.
+_BY_LOCATION = [
     OpenApiParameter(
         "group_by",
         str,
         enum=["endpoint", "project", "location"],
-        description="location (summary, response-time, uptime): per endpoint and location, "
-        "from raw checks kept RAW_RETENTION_DAYS; the answer's `coverage` says what they cover.",
+        description="location: per endpoint and location, from raw checks kept "
+        "RAW_RETENTION_DAYS; the answer's `coverage` says what they cover.",
     ),
     OpenApiParameter(
         "location",
@@ -48,9 +60,6 @@ _RANGE = [
         description="A location's slug: only its checks (implies group_by=location).",
     ),
 ]
-# The routes answering group_by=location: per-location figures come from raw checks, which
-# say nothing of time-weighted availability or SLA (incidents belong to the endpoint).
-BY_LOCATION = ("summary", "response_time", "uptime")
 _BUCKET = OpenApiParameter("bucket", str, enum=["5m", "1h", "1d"])
 _CSV = OpenApiParameter("format", str, enum=["json", "csv"], description="csv: one row per point.")
 _TARGET = OpenApiParameter("target", str, enum=["99.9", "99.95", "99.99"])
@@ -108,16 +117,30 @@ class AnalyticsPagination(PageNumberPagination):
         return paged
 
 
-def _report(summary: str, serializer: type, *extra: OpenApiParameter) -> Callable:
-    responses: dict[Any, Any] = {200: serializer(many=True)}
+def _report(
+    summary: str, serializer: type, *extra: OpenApiParameter, by_location: type | None = None
+) -> Callable:
+    """The schema of a paged report; `by_location`: the rows it answers with
+    group_by=location (then its group_by takes `location`, and `location=` is described)."""
+    body: Any = serializer(many=True)
+    params = [*_RANGE, *extra]
+    if by_location is not None:
+        body = PolymorphicProxySerializer(
+            component_name=f"{serializer.__name__.removesuffix('Serializer')}OrLocation",
+            serializers=[serializer, by_location],
+            resource_type_field_name=None,
+            many=True,
+        )
+        params = [*_RANGE[:-1], *_BY_LOCATION, *extra]
+    responses: dict[Any, Any] = {200: body}
     if _CSV in extra:
         responses = {
-            (200, "application/json"): serializer(many=True),
+            (200, "application/json"): body,
             (200, "text/csv"): OpenApiResponse(
                 OpenApiTypes.STR, description="One row per point or tier, with a header row."
             ),
         }
-    return extend_schema(summary=summary, parameters=[*_RANGE, *extra], responses=responses)
+    return extend_schema(summary=summary, parameters=params, responses=responses)
 
 
 def _check_points(query: Query, series: int) -> None:
@@ -156,8 +179,13 @@ class AnalyticsViewSet(viewsets.GenericViewSet):
 
     @property
     def csv_columns(self) -> list[str] | None:
-        """The CSV header of this action (one row per point or tier)."""
-        return CSV_COLUMNS.get(self.action or "")
+        """The CSV header of this action (one row per point or tier); per-location rows
+        say their location after what they are about."""
+        columns = CSV_COLUMNS.get(self.action or "")
+        params = self.request.query_params
+        if columns and (params.get("group_by") == "location" or "location" in params):
+            return [*_IDENTITY, "location", *columns[len(_IDENTITY) :]]
+        return columns
 
     def handle_exception(self, exc: Exception) -> Response:
         """Errors stay problem+json even when CSV was asked for."""
@@ -213,7 +241,11 @@ class AnalyticsViewSet(viewsets.GenericViewSet):
             response.data["coverage"] = locations.raw_coverage(covered or query.window, query.now)
         return response
 
-    @_report("Per endpoint: response time, rates and uptime", shapes.SummarySerializer)
+    @_report(
+        "Per endpoint: response time, rates and uptime",
+        shapes.SummarySerializer,
+        by_location=shapes.LocationSummarySerializer,
+    )
     @action(detail=False)
     def summary(self, request: Request) -> Response:
         """Latency (avg/min/max/p50/p95/p99), success and error rate over the range, and
@@ -225,7 +257,13 @@ class AnalyticsViewSet(viewsets.GenericViewSet):
         rows = reports.summary(self._items(query), query.window, query.now)
         return self._page(query, rows)
 
-    @_report("Response-time series", shapes.SeriesSerializer, _BUCKET, _CSV)
+    @_report(
+        "Response-time series",
+        shapes.SeriesSerializer,
+        _BUCKET,
+        _CSV,
+        by_location=shapes.LocationSeriesSerializer,
+    )
     @action(detail=False, url_path="response-time", renderer_classes=_WITH_CSV)
     def response_time(self, request: Request) -> Response:
         """Per endpoint (or project), one point per bucket: avg, min, max, p95, count."""
@@ -240,7 +278,11 @@ class AnalyticsViewSet(viewsets.GenericViewSet):
         rows = reports.response_time(self._series_items(query), query.window, query.bucket)
         return self._page(query, rows)
 
-    @_report("Uptime over 24 h, 7 d and 30 d", shapes.UptimeSerializer)
+    @_report(
+        "Uptime over 24 h, 7 d and 30 d",
+        shapes.UptimeSerializer,
+        by_location=shapes.LocationUptimeSerializer,
+    )
     @action(detail=False)
     def uptime(self, request: Request) -> Response:
         """Time-weighted uptime with the check-count success rate beside it."""

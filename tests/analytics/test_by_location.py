@@ -99,14 +99,24 @@ def test_response_time_by_location_draws_a_series_per_location(api, cast, locate
 
 
 def test_uptime_by_location_counts_each_places_checks(api, cast, located):
-    rows = {r["location"]: r for r in figures(get(api, cast, "uptime", group_by="location"))}
+    response = get(api, cast, "uptime", group_by="location")
 
+    rows = {r["location"]: r for r in figures(response)}
     assert rows["eu-west"]["checks_24h"] == 3
     assert rows["eu-west"]["failures_7d"] == 1
     assert rows["eu-west"]["uptime_30d"] == pytest.approx(66.6667)
     # 30 days reach past the 14 days raw checks are kept for: the answer says so.
-    coverage = figures and get(api, cast, "uptime", group_by="location").json()["coverage"]
+    coverage = response.json()["coverage"]
     assert coverage == {"since": iso(NOW - timedelta(days=14)), "partial": True}
+
+
+def test_csv_of_a_series_by_location_names_each_rows_location(api, cast, located):
+    response = get(api, cast, "response-time", group_by="location", period="6h", format="csv")
+
+    assert response.status_code == 200
+    header, *lines = response.content.decode().splitlines()
+    assert header.split(",")[:4] == ["endpoint", "project", "name", "location"]
+    assert {line.split(",")[3] for line in lines} == {"default", "eu-west"}
 
 
 def test_a_window_older_than_raw_retention_answers_what_exists_and_says_so(
