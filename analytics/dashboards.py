@@ -6,6 +6,7 @@ a page and the same figure from the API always agree.
 
 import hashlib
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TypedDict
@@ -266,6 +267,7 @@ def endpoint_detail(endpoint: Endpoint, period: str, now: datetime) -> EndpointD
     (availability,) = reports.availability(items, window, bucket, now, reads)
     (errors,) = reports.errors(items, window, bucket, now, reads)
     (sla,) = reports.sla(items, window, now, None, reads)
+    recent = list(CheckResult.objects.filter(endpoint=endpoint).order_by("-checked_at")[:RECENT])
     return {
         "window": window,
         "shown": Window(min(since, window.end - SHORTEST_CHART), window.end) if since else window,
@@ -277,34 +279,28 @@ def endpoint_detail(endpoint: Endpoint, period: str, now: datetime) -> EndpointD
         "errors": errors,
         "sla": sla,
         "degraded": degraded_stretches(endpoint, window, now),
-        "checks": list(
-            CheckResult.objects.filter(endpoint=endpoint).order_by("-checked_at")[:RECENT]
-        ),
+        "checks": recent,
         "incidents": list(
             Incident.objects.filter(endpoint=endpoint).order_by("-started_at")[:RECENT]
         ),
-        "locations": location_panel(endpoint, window, bucket, now),
+        "locations": location_panel(endpoint, window, bucket, now, recent),
     }
 
 
-def several_places(endpoint: Endpoint, window: Window) -> bool:
-    """Whether an endpoint lists several locations, or its checks in the window came from
-    several (one query, only for an endpoint listing one or none)."""
-    if len(endpoint_slugs(endpoint)) > 1:
-        return True
-    found = CheckResult.objects.filter(
-        endpoint=endpoint, checked_at__gte=window.start, checked_at__lt=window.end
-    )
-    return len(found.order_by().values_list("location", flat=True).distinct()[:2]) > 1
+def several_places(endpoint: Endpoint, recent: Sequence[CheckResult]) -> bool:
+    """Whether an endpoint lists several locations, or its recent checks (those the page
+    shows, already read) came from several: no query of its own, so a page of an
+    endpoint probed from one place costs what it did."""
+    return len(endpoint_slugs(endpoint)) > 1 or len({check.location for check in recent}) > 1
 
 
 def location_panel(
-    endpoint: Endpoint, window: Window, bucket: str, now: datetime
+    endpoint: Endpoint, window: Window, bucket: str, now: datetime, recent: Sequence[CheckResult]
 ) -> LocationPanel | None:
     """Per location of a multi-location endpoint: its response-time series over the
     window and its table row, from one read of raw checks (none for an endpoint probed
     from one place: its page stays as it was)."""
-    if not several_places(endpoint, window):
+    if not several_places(endpoint, recent):
         return None
     day, week = period_window("24h", now), period_window("7d", now)
     read = Window(min(window.start, week.start), now)

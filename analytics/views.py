@@ -26,6 +26,7 @@ from healthmon.intervals import Window
 from monitoring.access import access_endpoint
 from monitoring.assertion_results import assertion_results
 from monitoring.certificates import certificate_standing
+from monitoring.locations import default_slug
 from monitoring.models import Endpoint, EndpointStatus, EndpointType
 
 PERIOD_CHOICES = [
@@ -150,6 +151,7 @@ def endpoint_page(request: HttpRequest, endpoint_id: str) -> HttpResponse:
         "availability_chart_phone": availability(PHONE_WIDTH, 240),
         "refresh": 30,
         "certificate": certificate_standing(endpoint, now),
+        "default_location": default_slug(),
         **data,
     }
     latest = data["checks"][0] if data["checks"] else None

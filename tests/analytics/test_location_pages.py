@@ -85,6 +85,9 @@ def test_a_two_location_endpoint_has_a_per_location_table(signed_in, located):
     assert "ok" in west  # its last result
     assert row(locations, "default")[:3] == ["default", "100.00", "%"]
     assert "Compare locations" in html
+    recent = table(html, "check-list")
+    assert ">eu-west<" in recent
+    assert ">default<" in recent  # each recent check names where it ran
 
 
 def test_checks_from_several_places_show_the_table_even_unlisted(signed_in, located):
@@ -104,6 +107,7 @@ def test_a_single_location_endpoint_looks_as_before(signed_in, cast, make_endpoi
 
     assert 'id="location-table"' not in html
     assert "Compare locations" not in html
+    assert ">Location<" not in table(html, "check-list")
     assert "chart-response" in html
     assert 'data-series="compare"' not in html
 
