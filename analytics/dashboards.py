@@ -6,6 +6,7 @@ a page and the same figure from the API always agree.
 
 import hashlib
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TypedDict
@@ -18,19 +19,22 @@ from django.db.models import Case, IntegerField, Min, QuerySet, Value, When
 from django.utils.safestring import SafeString
 
 from accounts.models import Project, User
-from analytics import charts, reports
+from analytics import charts, locations, reports
 from analytics.reports import Items
 from analytics.rows import (
     AvailabilityRow,
     CompareRow,
     ErrorsRow,
+    LocationSummaryRow,
+    RawCoverage,
     SeriesPoint,
     SlaRow,
     SummaryRow,
 )
 from analytics.selectors import bucket_for, degraded_stretches
-from analytics.windows import PERIODS
+from analytics.windows import BUCKETS, PERIODS
 from healthmon.intervals import Interval, Window
+from monitoring.locations import endpoint_slugs, shown_slug
 from monitoring.models import CheckResult, Endpoint, EndpointStatus, Incident
 
 OVERVIEW_PAGE_SIZE = 100
@@ -92,6 +96,42 @@ class ProjectGroup:
     rows: list[OverviewRow] = field(default_factory=list)
 
 
+class LocationLine(TypedDict):
+    """A row of an endpoint page's per-location table: uptime (checks that succeeded) over
+    24 h and 7 d, checks and failures over the page's period, and the latest result
+    within the 7 d (or the period, when longer)."""
+
+    location: str
+    uptime_24h: float | None
+    uptime_7d: float | None
+    checks: int
+    failures: int
+    last_checked_at: datetime | None
+    last_ok: bool | None
+
+
+class LocationPanel(TypedDict):
+    """What an endpoint page shows of its locations: a table row and a series each, and
+    what raw checks (their source) cover of the period."""
+
+    rows: list[LocationLine]
+    series: list[tuple[str, list[SeriesPoint]]]
+    coverage: RawCoverage
+
+
+class LocationComparison(TypedDict):
+    """The comparison page comparing one endpoint's locations."""
+
+    window: Window
+    shown: Window
+    since: datetime | None
+    bucket: str
+    endpoint: Endpoint
+    rows: list[LocationSummaryRow]
+    series: list[tuple[str, list[SeriesPoint]]]
+    coverage: RawCoverage
+
+
 class EndpointDetail(TypedDict):
     """Everything the endpoint page shows: the reports of its period, its response-time
     series, and its latest checks and incidents. `since` is the first check of an endpoint
@@ -110,6 +150,7 @@ class EndpointDetail(TypedDict):
     degraded: list[Interval]  # when it was slow, yet up
     checks: list[CheckResult]
     incidents: list[Incident]
+    locations: LocationPanel | None  # for an endpoint probed from several places
 
 
 class ComparedRow(CompareRow):
@@ -226,6 +267,7 @@ def endpoint_detail(endpoint: Endpoint, period: str, now: datetime) -> EndpointD
     (availability,) = reports.availability(items, window, bucket, now, reads)
     (errors,) = reports.errors(items, window, bucket, now, reads)
     (sla,) = reports.sla(items, window, now, None, reads)
+    recent = list(CheckResult.objects.filter(endpoint=endpoint).order_by("-checked_at")[:RECENT])
     return {
         "window": window,
         "shown": Window(min(since, window.end - SHORTEST_CHART), window.end) if since else window,
@@ -237,12 +279,80 @@ def endpoint_detail(endpoint: Endpoint, period: str, now: datetime) -> EndpointD
         "errors": errors,
         "sla": sla,
         "degraded": degraded_stretches(endpoint, window, now),
-        "checks": list(
-            CheckResult.objects.filter(endpoint=endpoint).order_by("-checked_at")[:RECENT]
-        ),
+        "checks": recent,
         "incidents": list(
             Incident.objects.filter(endpoint=endpoint).order_by("-started_at")[:RECENT]
         ),
+        "locations": location_panel(endpoint, window, bucket, now, recent),
+    }
+
+
+def several_places(endpoint: Endpoint, recent: Sequence[CheckResult]) -> bool:
+    """Whether an endpoint lists several locations, or its recent checks (those the page
+    shows, already read) came from several: no query of its own, so a page of an
+    endpoint probed from one place costs what it did."""
+    return len(endpoint_slugs(endpoint)) > 1 or len({check.location for check in recent}) > 1
+
+
+def location_panel(
+    endpoint: Endpoint, window: Window, bucket: str, now: datetime, recent: Sequence[CheckResult]
+) -> LocationPanel | None:
+    """Per location of a multi-location endpoint: its response-time series over the
+    window and its table row, from one read of raw checks (none for an endpoint probed
+    from one place: its page stays as it was)."""
+    if not several_places(endpoint, recent):
+        return None
+    day, week = period_window("24h", now), period_window("7d", now)
+    read = Window(min(window.start, week.start), now)
+    checks = locations.raw_checks([endpoint.pk], read, None)
+    tallied = locations.tallies(checks, [window, day, week, read])
+    lines = locations.series_of(checks, [endpoint], window, BUCKETS[bucket])
+    rows: list[LocationLine] = []
+    for line in lines:
+        slug = "" if line["location"] == shown_slug("") else line["location"]
+        period, last_day, last_week, everything = tallied[endpoint.pk, slug]
+        rows.append(
+            {
+                "location": line["location"],
+                "uptime_24h": last_day.uptime,
+                "uptime_7d": last_week.uptime,
+                "checks": period.count,
+                "failures": period.failures,
+                "last_checked_at": everything.last_at,
+                "last_ok": everything.last_ok,
+            }
+        )
+    return {
+        "rows": rows,
+        "series": [(line["location"], line["points"]) for line in lines],
+        "coverage": locations.raw_coverage(window, now),
+    }
+
+
+def location_comparison(endpoint: Endpoint, period: str, now: datetime) -> LocationComparison:
+    """One endpoint's locations side by side: a series each over the period and their
+    figures, from one read of raw checks."""
+    window = period_window(period, now)
+    bucket = bucket_for(window, None)
+    checks = locations.raw_checks([endpoint.pk], window, None)
+    lines = locations.series_of(checks, [endpoint], window, BUCKETS[bucket])
+    tallied = locations.tallies(checks, [window])
+    rows: list[LocationSummaryRow] = []
+    for line in lines:
+        slug = "" if line["location"] == shown_slug("") else line["location"]
+        (tally,) = tallied[endpoint.pk, slug]
+        rows.append({**locations.identity(endpoint), **tally.figures(slug)})
+    since = min((check[2] for check in checks), default=None)
+    since = since if since is not None and endpoint.created_at > window.start else None
+    return {
+        "window": window,
+        "shown": Window(min(since, window.end - SHORTEST_CHART), window.end) if since else window,
+        "since": since,
+        "bucket": bucket,
+        "endpoint": endpoint,
+        "rows": rows,
+        "series": [(line["location"], line["points"]) for line in lines],
+        "coverage": locations.raw_coverage(window, now),
     }
 
 

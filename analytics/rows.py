@@ -189,3 +189,56 @@ class CompareRow(SummaryRow):
 
     sla: SlaTier
     points: list[SeriesPoint]
+
+
+class RawCoverage(TypedDict):
+    """What raw checks cover of a window: per-location figures come from them, and they
+    are kept RAW_RETENTION_DAYS. `partial`: the window starts before `since`, the oldest
+    moment raw checks are kept for; its earlier part holds only what retention has not
+    deleted yet."""
+
+    since: datetime
+    partial: bool
+
+
+class LocationFigures(TypedDict):
+    """One location's checks of an endpoint over a window, from raw checks: uptime is the
+    share of its checks that succeeded; response times cover timed successes; p95 is exact
+    (interpolated between the two nearest checks)."""
+
+    location: str
+    checks: int
+    failures: int
+    uptime: float | None
+    avg_ms: float | None
+    min_ms: float | None
+    max_ms: float | None
+    p95_ms: float | None
+    last_checked_at: datetime | None
+    last_ok: bool | None
+
+
+class LocationSummaryRow(Identity, LocationFigures):
+    """An endpoint's figures from one location."""
+
+
+class LocationSeriesRow(Identity):
+    """An endpoint's response-time series from one location."""
+
+    location: str
+    points: list[SeriesPoint]
+
+
+class LocationUptimeRow(Identity):
+    """An endpoint's uptime from one location over 24 h, 7 d and 30 d to a moment."""
+
+    location: str
+    uptime_24h: float | None
+    uptime_7d: float | None
+    uptime_30d: float | None
+    checks_24h: int
+    checks_7d: int
+    checks_30d: int
+    failures_24h: int
+    failures_7d: int
+    failures_30d: int

@@ -6,6 +6,7 @@ scales with its drawing, and only a drawing about as wide as the screen keeps it
 """
 
 import uuid
+from datetime import datetime
 from typing import Any
 
 from django.http import Http404, HttpRequest, HttpResponse
@@ -19,10 +20,13 @@ from accounts.models import Project, User
 from analytics import charts, dashboards, pings
 from analytics.dashboards import OverviewFilters
 from analytics.reports import MAX_COMPARED
+from analytics.rows import SeriesPoint
 from analytics.windows import PERIODS
+from healthmon.intervals import Window
 from monitoring.access import access_endpoint
 from monitoring.assertion_results import assertion_results
 from monitoring.certificates import certificate_standing
+from monitoring.locations import default_slug
 from monitoring.models import Endpoint, EndpointStatus, EndpointType
 
 PERIOD_CHOICES = [
@@ -102,6 +106,14 @@ def endpoint_page(request: HttpRequest, endpoint_id: str) -> HttpResponse:
     shown, since = data["shown"], data["since"]
 
     def response(width: int, height: int, columns: int) -> SafeString:
+        if data["locations"] is not None:
+            return _by_location_chart(
+                data["locations"]["series"],
+                shown,
+                since,
+                title=f"Response time of {endpoint.name} by location",
+                phone=width == PHONE_WIDTH,
+            )
         return charts.response_time_chart(
             data["series"],
             start=shown.start,
@@ -139,6 +151,7 @@ def endpoint_page(request: HttpRequest, endpoint_id: str) -> HttpResponse:
         "availability_chart_phone": availability(PHONE_WIDTH, 240),
         "refresh": 30,
         "certificate": certificate_standing(endpoint, now),
+        "default_location": default_slug(),
         **data,
     }
     latest = data["checks"][0] if data["checks"] else None
@@ -146,6 +159,32 @@ def endpoint_page(request: HttpRequest, endpoint_id: str) -> HttpResponse:
     if endpoint.type == EndpointType.HEARTBEAT and endpoint.ping_key:
         context["heartbeat"] = pings.heartbeat_panel(endpoint, now)
     return render(request, "analytics/endpoint.html", context)
+
+
+def _by_location_chart(
+    series: list[tuple[str, list[SeriesPoint]]],
+    shown: Window,
+    since: datetime | None,
+    *,
+    title: str,
+    phone: bool,
+) -> SafeString:
+    """An endpoint's locations: an average line each over the band between them (the
+    first ten locations: a chart tells no more apart)."""
+    drawn = series[: charts.MAX_SERIES]
+    # On a phone: one legend row per series (and the band's), under the same plot.
+    width, height = (PHONE_WIDTH, 240 + 16 * (len(drawn) + 1)) if phone else (960, 280)
+    return charts.comparison_chart(
+        drawn,
+        start=shown.start,
+        end=shown.end,
+        since=since,
+        title=title,
+        band="locations",
+        width=width,
+        height=height,
+        max_columns=PHONE_COLUMNS if phone else 320,
+    )
 
 
 def _compared(request: HttpRequest, user: User) -> list[Endpoint]:
@@ -169,12 +208,36 @@ def _compared(request: HttpRequest, user: User) -> list[Endpoint]:
     return [found[endpoint_id] for endpoint_id in ids]
 
 
+def _compare_locations(request: HttpRequest, user: User, period: str) -> HttpResponse:
+    """One endpoint's locations compared: an average line each over the band between
+    them, and their figures in a table; a foreign or malformed id is a 404."""
+    endpoint_id = _uuid_or_none(request.GET.get("endpoint", ""))
+    if endpoint_id is None:
+        raise Http404
+    endpoint = access_endpoint(user, endpoint_id)
+    data = dashboards.location_comparison(endpoint, period, timezone.now())
+    shown, since = data["shown"], data["since"]
+    title = f"Response time of {endpoint.name} by location"
+    context = {
+        "period": period,
+        "periods": PERIOD_CHOICES,
+        "by_location": True,
+        "chart": _by_location_chart(data["series"], shown, since, title=title, phone=False),
+        "chart_phone": _by_location_chart(data["series"], shown, since, title=title, phone=True),
+        **data,
+    }
+    return render(request, "analytics/compare_locations.html", context)
+
+
 @member_required
 @require_GET
 def compare_page(request: HttpRequest) -> HttpResponse:
-    """Pick up to 10 endpoints: their response times on one graph, their figures in a table."""
+    """Pick up to 10 endpoints: their response times on one graph, their figures in a
+    table; or, with `by=location&endpoint=<id>`, one endpoint's locations side by side."""
     user = page_user(request)
     period = _period(request)
+    if request.GET.get("by") == "location":
+        return _compare_locations(request, user, period)
     endpoints = _compared(request, user)
     # Distinct ids, as `_compared` counts them: a repeated id is one endpoint.
     too_many = (

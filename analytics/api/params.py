@@ -12,6 +12,7 @@ from analytics.reports import MAX_COMPARED
 from analytics.selectors import bucket_for
 from analytics.windows import BUCKETS, MAX_POINTS, MAX_RANGE, PERIODS
 from healthmon.intervals import Window
+from monitoring.locations import known_slugs, stored_slug
 from monitoring.models import SLA_TIERS
 
 EARLIEST = datetime(2000, 1, 1, tzinfo=UTC)
@@ -30,6 +31,8 @@ class Query:
     project: UUID | None
     targets: tuple[float, ...]
     endpoints: tuple[UUID, ...]
+    # A stored location slug ("" for the default location) with `location=`; else None.
+    location: str | None = None
 
 
 class _Time(serializers.DateTimeField):
@@ -58,7 +61,9 @@ class _IdList(serializers.CharField):
 
 class QuerySerializer(serializers.Serializer[Any]):
     """`from`/`to` (ISO 8601, UTC) or `period`; `bucket`, `group_by`, `endpoint`, `project`,
-    `target`, `endpoints`. Invalid or inverted ranges and ranges over 400 days are 400s."""
+    `target`, `endpoints`, `location`. Invalid or inverted ranges and ranges over 400 days
+    are 400s; so are an unknown location and `location=` with group_by other than
+    `location` (given alone, it means group_by=location)."""
 
     endpoint = serializers.UUIDField(required=False, help_text="Only this endpoint.")
     project = serializers.UUIDField(required=False, help_text="Only this project's endpoints.")
@@ -72,7 +77,14 @@ class QuerySerializer(serializers.Serializer[Any]):
         required=False,
         help_text="Series resolution; by default the finest giving at most 800 points.",
     )
-    group_by = serializers.ChoiceField(choices=["endpoint", "project"], default="endpoint")
+    group_by = serializers.ChoiceField(
+        choices=["endpoint", "project", "location"],
+        default="endpoint",
+        help_text="location: per endpoint and location, from raw checks (RAW_RETENTION_DAYS).",
+    )
+    location = serializers.CharField(
+        required=False, max_length=40, help_text="Only this location's checks (its slug)."
+    )
     target = serializers.ChoiceField(
         choices=[target for target, _ in SLA_TIERS],
         required=False,
@@ -103,15 +115,31 @@ class QuerySerializer(serializers.Serializer[Any]):
                 {"bucket": [f"More than {MAX_POINTS} buckets; choose a larger bucket."]}
             )
         target = attrs.get("target")
+        location = self._location(attrs)
         return {
             "query": Query(
                 window=window,
                 now=now,
                 bucket=bucket,
-                group_by=attrs["group_by"],
+                group_by="location" if location is not None else attrs["group_by"],
                 endpoint=attrs.get("endpoint"),
                 project=attrs.get("project"),
                 targets=(float(target),) if target is not None else (),
                 endpoints=attrs.get("endpoints", ()),
+                location=location,
             )
         }
+
+    def _location(self, attrs: dict[str, Any]) -> str | None:
+        """The stored slug of `location=`, checked: a location that exists, asked for with
+        group_by=location or no group_by."""
+        slug = attrs.get("location")
+        if slug is None:
+            return None
+        if not known_slugs([slug]):
+            raise serializers.ValidationError({"location": [f"Unknown location {slug!r}."]})
+        if "group_by" in self.initial_data and attrs["group_by"] != "location":
+            raise serializers.ValidationError(
+                {"location": ["Only with group_by=location (or without group_by)."]}
+            )
+        return stored_slug(slug)

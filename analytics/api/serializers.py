@@ -193,3 +193,43 @@ class CompareResponseSerializer(S):
     def get_fields(self) -> dict[str, serializers.Field]:
         """The declared fields plus `from`, a Python keyword."""
         return {"from": serializers.DateTimeField(), **super().get_fields()}
+
+
+class LocationSummarySerializer(_Identity):
+    """With group_by=location (summary): an endpoint's figures from one location, from
+    raw checks."""
+
+    location = serializers.CharField(help_text="The location's slug.")
+    checks = serializers.IntegerField()
+    failures = serializers.IntegerField()
+    uptime = serializers.FloatField(
+        allow_null=True, help_text="Checks from this location that succeeded, %."
+    )
+    avg_ms = serializers.FloatField(**_MS)
+    min_ms = serializers.FloatField(**_MS)
+    max_ms = serializers.FloatField(**_MS)
+    p95_ms = serializers.FloatField(allow_null=True, help_text="Exact, from raw checks.")
+    last_checked_at = serializers.DateTimeField(allow_null=True)
+    last_ok = serializers.BooleanField(allow_null=True)
+
+
+class LocationSeriesSerializer(_Identity):
+    """With group_by=location (response-time): one location's series."""
+
+    location = serializers.CharField()
+    points = PointSerializer(many=True)
+
+
+class LocationUptimeSerializer(_Identity):
+    """With group_by=location (uptime): checks from one location that succeeded, %."""
+
+    location = serializers.CharField()
+    uptime_24h = serializers.FloatField(**_PERCENT)
+    uptime_7d = serializers.FloatField(**_PERCENT)
+    uptime_30d = serializers.FloatField(**_PERCENT)
+    checks_24h = serializers.IntegerField()
+    checks_7d = serializers.IntegerField()
+    checks_30d = serializers.IntegerField()
+    failures_24h = serializers.IntegerField()
+    failures_7d = serializers.IntegerField()
+    failures_30d = serializers.IntegerField()

@@ -6,7 +6,12 @@ from typing import Any
 
 from django.db.models import QuerySet
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    PolymorphicProxySerializer,
+    extend_schema,
+)
 from rest_framework import renderers, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound, ValidationError
@@ -16,7 +21,7 @@ from rest_framework.response import Response
 from accounts.access import access_project
 from accounts.models import Project
 from accounts.permissions import caller
-from analytics import reports
+from analytics import locations, reports
 from analytics.api import serializers as shapes
 from analytics.api.params import Query, QuerySerializer
 from analytics.api.renderers import CSVRenderer
@@ -24,7 +29,9 @@ from analytics.windows import BUCKETS, PERIODS
 from apikeys.models import Scope
 from healthmon.api.errors import ProblemJSONRenderer
 from healthmon.api.pagination import PageNumberPagination
+from healthmon.intervals import Window
 from monitoring.access import access_endpoint
+from monitoring.locations import endpoint_slugs
 from monitoring.models import Endpoint
 
 _RANGE = [
@@ -34,6 +41,24 @@ _RANGE = [
     OpenApiParameter("endpoint", OpenApiTypes.UUID, description="Only this endpoint."),
     OpenApiParameter("project", OpenApiTypes.UUID, description="Only this project."),
     OpenApiParameter("group_by", str, enum=["endpoint", "project"]),
+]
+# The routes answering group_by=location: per-location figures come from raw checks, which
+# say nothing of time-weighted availability or SLA (incidents belong to the endpoint).
+BY_LOCATION = ("summary", "response_time", "uptime")
+# group_by and location= on the routes answering per-location figures.
+_BY_LOCATION = [
+    OpenApiParameter(
+        "group_by",
+        str,
+        enum=["endpoint", "project", "location"],
+        description="location: per endpoint and location, from raw checks kept "
+        "RAW_RETENTION_DAYS; the answer's `coverage` says what they cover.",
+    ),
+    OpenApiParameter(
+        "location",
+        str,
+        description="A location's slug: only its checks (implies group_by=location).",
+    ),
 ]
 _BUCKET = OpenApiParameter("bucket", str, enum=["5m", "1h", "1d"])
 _CSV = OpenApiParameter("format", str, enum=["json", "csv"], description="csv: one row per point.")
@@ -45,6 +70,7 @@ _WITH_CSV = [renderers.JSONRenderer, ProblemJSONRenderer, CSVRenderer]
 _IDENTITY = ["endpoint", "project", "name"]
 # Points one answer may hold across its series: ~6 MB of JSON.
 MAX_POINTS_PER_ANSWER = 50_000
+
 CSV_COLUMNS = {
     "response_time": [*_IDENTITY, "t", "avg_ms", "min_ms", "max_ms", "p95_ms", "count", "failures"],
     "sla": [
@@ -76,21 +102,45 @@ class AnalyticsPagination(PageNumberPagination):
                 "from": {"type": "string", "format": "date-time"},
                 "to": {"type": "string", "format": "date-time"},
                 "bucket": {"type": "string", "enum": ["5m", "1h", "1d"]},
+                "coverage": {
+                    "type": "object",
+                    "description": "With group_by=location: `since`, the oldest moment raw "
+                    "checks are kept for (or the range's start), and `partial`, true when the "
+                    "range starts before it.",
+                    "properties": {
+                        "since": {"type": "string", "format": "date-time"},
+                        "partial": {"type": "boolean"},
+                    },
+                },
             }
         )
         return paged
 
 
-def _report(summary: str, serializer: type, *extra: OpenApiParameter) -> Callable:
-    responses: dict[Any, Any] = {200: serializer(many=True)}
+def _report(
+    summary: str, serializer: type, *extra: OpenApiParameter, by_location: type | None = None
+) -> Callable:
+    """The schema of a paged report; `by_location`: the rows it answers with
+    group_by=location (then its group_by takes `location`, and `location=` is described)."""
+    body: Any = serializer(many=True)
+    params = [*_RANGE, *extra]
+    if by_location is not None:
+        body = PolymorphicProxySerializer(
+            component_name=f"{serializer.__name__.removesuffix('Serializer')}OrLocation",
+            serializers=[serializer, by_location],
+            resource_type_field_name=None,
+            many=True,
+        )
+        params = [*_RANGE[:-1], *_BY_LOCATION, *extra]
+    responses: dict[Any, Any] = {200: body}
     if _CSV in extra:
         responses = {
-            (200, "application/json"): serializer(many=True),
+            (200, "application/json"): body,
             (200, "text/csv"): OpenApiResponse(
                 OpenApiTypes.STR, description="One row per point or tier, with a header row."
             ),
         }
-    return extend_schema(summary=summary, parameters=[*_RANGE, *extra], responses=responses)
+    return extend_schema(summary=summary, parameters=params, responses=responses)
 
 
 def _check_points(query: Query, series: int) -> None:
@@ -105,6 +155,11 @@ def _check_points(query: Query, series: int) -> None:
                 ]
             }
         )
+
+
+def _listed(endpoints: Sequence[Endpoint]) -> int:
+    """The locations the endpoints list (the default one for those listing none)."""
+    return sum(len(endpoint_slugs(endpoint)) for endpoint in endpoints)
 
 
 @extend_schema(tags=["analytics"])
@@ -124,8 +179,13 @@ class AnalyticsViewSet(viewsets.GenericViewSet):
 
     @property
     def csv_columns(self) -> list[str] | None:
-        """The CSV header of this action (one row per point or tier)."""
-        return CSV_COLUMNS.get(self.action or "")
+        """The CSV header of this action (one row per point or tier); per-location rows
+        say their location after what they are about."""
+        columns = CSV_COLUMNS.get(self.action or "")
+        params = self.request.query_params
+        if columns and (params.get("group_by") == "location" or "location" in params):
+            return [*_IDENTITY, "location", *columns[len(_IDENTITY) :]]
+        return columns
 
     def handle_exception(self, exc: Exception) -> Response:
         """Errors stay problem+json even when CSV was asked for."""
@@ -136,7 +196,13 @@ class AnalyticsViewSet(viewsets.GenericViewSet):
     def _query(self) -> Query:
         params = QuerySerializer(data=self.request.query_params)
         params.is_valid(raise_exception=True)
-        return params.validated_data["query"]
+        query: Query = params.validated_data["query"]
+        if query.group_by == "location" and self.action not in BY_LOCATION:
+            field = "group_by" if "group_by" in self.request.query_params else "location"
+            raise ValidationError(
+                {field: ["Per-location figures are answered by summary, response-time and uptime."]}
+            )
+        return query
 
     def _items(self, query: Query) -> reports.Items:
         """The page of endpoints (or projects) the report covers; a foreign id is a 404."""
@@ -146,7 +212,7 @@ class AnalyticsViewSet(viewsets.GenericViewSet):
             endpoints = endpoints.filter(pk=access_endpoint(user, query.endpoint).pk)
         if query.project is not None:
             endpoints = endpoints.filter(project=access_project(user, query.project))
-        if query.group_by == "endpoint":
+        if query.group_by in ("endpoint", "location"):
             return reports.Items("endpoint", self.paginate_queryset(endpoints) or [])
         projects = Project.objects.visible_to(user)
         if query.project is not None:
@@ -162,35 +228,70 @@ class AnalyticsViewSet(viewsets.GenericViewSet):
         _check_points(query, len(items.rows()))
         return items
 
-    def _page(self, query: Query, rows: Sequence[Mapping[str, object]]) -> Response:
+    def _page(
+        self, query: Query, rows: Sequence[Mapping[str, object]], covered: Window | None = None
+    ) -> Response:
+        """A page of rows with the resolved range; per-location rows also say what raw
+        checks cover of `covered` (the span they were read over)."""
         response = self.get_paginated_response(rows)
         response.data.update(
             {"from": query.window.start, "to": query.window.end, "bucket": query.bucket}
         )
+        if query.group_by == "location":
+            response.data["coverage"] = locations.raw_coverage(covered or query.window, query.now)
         return response
 
-    @_report("Per endpoint: response time, rates and uptime", shapes.SummarySerializer)
+    @_report(
+        "Per endpoint: response time, rates and uptime",
+        shapes.SummarySerializer,
+        by_location=shapes.LocationSummarySerializer,
+    )
     @action(detail=False)
     def summary(self, request: Request) -> Response:
         """Latency (avg/min/max/p50/p95/p99), success and error rate over the range, and
         time-weighted uptime over 24 h, 7 d and 30 d up to its end."""
         query = self._query()
+        if query.group_by == "location":
+            endpoints = self._items(query).endpoints
+            return self._page(query, locations.summary(endpoints, query.window, query.location))
         rows = reports.summary(self._items(query), query.window, query.now)
         return self._page(query, rows)
 
-    @_report("Response-time series", shapes.SeriesSerializer, _BUCKET, _CSV)
+    @_report(
+        "Response-time series",
+        shapes.SeriesSerializer,
+        _BUCKET,
+        _CSV,
+        by_location=shapes.LocationSeriesSerializer,
+    )
     @action(detail=False, url_path="response-time", renderer_classes=_WITH_CSV)
     def response_time(self, request: Request) -> Response:
         """Per endpoint (or project), one point per bucket: avg, min, max, p95, count."""
         query = self._query()
+        if query.group_by == "location":
+            endpoints = self._items(query).endpoints
+            # Each endpoint's locations are series: their points together stay bounded.
+            _check_points(query, 1 if query.location is not None else _listed(endpoints))
+            width = BUCKETS[query.bucket]
+            found = locations.series(endpoints, query.window, width, query.location)
+            return self._page(query, found)
         rows = reports.response_time(self._series_items(query), query.window, query.bucket)
         return self._page(query, rows)
 
-    @_report("Uptime over 24 h, 7 d and 30 d", shapes.UptimeSerializer)
+    @_report(
+        "Uptime over 24 h, 7 d and 30 d",
+        shapes.UptimeSerializer,
+        by_location=shapes.LocationUptimeSerializer,
+    )
     @action(detail=False)
     def uptime(self, request: Request) -> Response:
         """Time-weighted uptime with the check-count success rate beside it."""
         query = self._query()
+        end = min(query.window.end, query.now)
+        if query.group_by == "location":
+            endpoints = self._items(query).endpoints
+            found = locations.uptime(endpoints, end, query.location)
+            return self._page(query, found, Window(end - PERIODS["30d"], end))
         rows = reports.uptime(self._items(query), query.window.end, query.now)
         return self._page(query, rows)
 

@@ -13,8 +13,14 @@ chart. Names without a leading underscore there are shared within the package, n
 """
 
 from analytics.charts.availability import availability_chart
-from analytics.charts.comparison import comparison_chart
+from analytics.charts.comparison import MAX_SERIES, comparison_chart
 from analytics.charts.response import response_time_chart
 from analytics.charts.sparklines import sparkline
 
-__all__ = ["availability_chart", "comparison_chart", "response_time_chart", "sparkline"]
+__all__ = [
+    "MAX_SERIES",
+    "availability_chart",
+    "comparison_chart",
+    "response_time_chart",
+    "sparkline",
+]

@@ -1,4 +1,6 @@
-"""The comparison chart: several series' average response time overlaid."""
+"""The comparison chart: several series' average response time overlaid, optionally over
+the band between their lowest and highest average in each column (an endpoint's
+locations)."""
 
 from collections.abc import Sequence
 from datetime import datetime
@@ -18,6 +20,7 @@ from analytics.charts.scales import (
 from analytics.charts.svg import (
     PALETTE,
     axes,
+    band_path,
     chart_svg,
     corner_note,
     hits,
@@ -28,7 +31,7 @@ from analytics.charts.svg import (
     stroke_attrs,
     tag,
 )
-from analytics.charts.words import figures, ms, period, shorten, when
+from analytics.charts.words import TO, figures, ms, period, shorten, when
 from analytics.rows import SeriesPoint
 
 MAX_SERIES = 10
@@ -46,6 +49,25 @@ def _compare_line(frame: Frame, key: Key, columns: Sequence[Column]) -> str:
     d = line_path(frame.spans(columns), frame.ys([c.avg for c in columns]))
     tags = {"cls": f"line compare {key.cls}", "data_series": "compare", "data_label": key.label}
     return tag("path", **tags, d=d, **stroke_attrs(key.colour, 2, key.dash))
+
+
+def _spread_band(frame: Frame, drawn: Sequence[tuple[str, list[Column]]]) -> str:
+    """The band from the lowest to the highest of the series' averages in each column,
+    where at least two series have one (columns line up: the series share their buckets)."""
+    if len(drawn) < 2:
+        return ""
+    series = [columns for _, columns in drawn]
+    lows: list[float | None] = []
+    highs: list[float | None] = []
+    for index in range(min(len(columns) for columns in series)):
+        averages = [avg for c in series if (avg := c[index].avg) is not None]
+        lows.append(min(averages) if len(averages) > 1 else None)
+        highs.append(max(averages) if len(averages) > 1 else None)
+    spans = frame.spans(series[0][: len(lows)])
+    d = band_path(spans, frame.ys(lows), frame.ys(highs))
+    return tag(
+        "path", cls="band spread", data_series="band", d=d, fill=PALETTE[0], fill_opacity="0.12"
+    )
 
 
 def _compare_hits(frame: Frame, drawn: Sequence[tuple[str, list[Column]]]) -> str:
@@ -88,17 +110,23 @@ def comparison_chart(
     max_columns: int = 320,
     id_prefix: str | None = None,
     since: datetime | None = None,
+    band: str | None = None,
 ) -> SafeString:
-    """Overlay the average response time of up to ten `(label, points)` series."""
+    """Overlay the average response time of up to ten `(label, points)` series; with `band`
+    (what the series are, e.g. "locations"), over the band between their averages."""
     if len(series) > MAX_SERIES:
         raise ValueError(f"at most {MAX_SERIES} series can be compared")
     span = time_range(start, end)
     drawn = [(label, columns_of(points, *span, max_columns)) for label, points in series]
     keys = [_series_key(i, label) for i, (label, _) in enumerate(drawn)]
+    if band:
+        keys.append(Key(f"lowest{TO}highest average across {band}", "band", PALETTE[0], box=True))
     top = max((c.avg for _, cols in drawn for c in cols if c.avg is not None), default=None)
     ticks = value_ticks(top) if top is not None else []
     frame = plot_frame(width, height, span, keys, ticks[-1] if ticks else 1.0)
-    lines = [_compare_line(frame, key, cols) for key, (_, cols) in zip(keys, drawn, strict=True)]
+    lines = [_compare_line(frame, key, cols) for key, (_, cols) in zip(keys, drawn, strict=False)]
+    if band and top is not None:
+        lines.insert(0, _spread_band(frame, drawn))
     body = [axes(frame, ticks), "".join(lines) if top is not None else no_data(frame)]
     body += [_compare_hits(frame, drawn), legend(frame, keys)]
     desc = _comparison_desc(title, span, drawn)

@@ -22,6 +22,9 @@ PAIRS = [
     (rows.SlaTier, shapes.TierSerializer),
     (rows.SlaRow, shapes.SlaSerializer),
     (rows.CompareRow, shapes.CompareSerializer),
+    (rows.LocationSummaryRow, shapes.LocationSummarySerializer),
+    (rows.LocationSeriesRow, shapes.LocationSeriesSerializer),
+    (rows.LocationUptimeRow, shapes.LocationUptimeSerializer),
 ]
 
 

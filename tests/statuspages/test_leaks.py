@@ -11,7 +11,7 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from monitoring.models import Endpoint
+from monitoring.models import CheckResult, Endpoint, Location
 from statuspages.models import StatusPage
 
 TARGET_SECRET = "tgt-Pw-9931"
@@ -25,6 +25,8 @@ NOTE = "rotate-the-billing-creds-now"
 HIDDEN_TITLE = "Hidden-incident-title-xyz"
 SUBSCRIBER = "reader@customer.example"
 DOMAIN = "status.acme.example"
+# Where checks ran from: status pages show the overall state only, never a place.
+LOCATION_SLUG, LOCATION_NAME = "probe-zq-frankfurt", "Rack-Zq-Frankfurt"
 
 
 @pytest.fixture
@@ -57,6 +59,22 @@ def world(api: Any, cast: Any, make_endpoint: Any, record: Any, settings: Any) -
     record(billing, [(start, True, 20.0), (start + timedelta(minutes=1), False, 0.0, error)])
     record(database, [(start, False, 0.0, "ECONNRESET by peer 10.20.30.40:6543")])
     record(cache, [(start, True, 3.0)])
+    Location.objects.create(slug=LOCATION_SLUG, name=LOCATION_NAME)
+    Endpoint.objects.filter(pk=billing.pk).update(locations=["default", LOCATION_SLUG])
+    place = f"{LOCATION_SLUG}: Connection refused"
+    CheckResult.objects.create(
+        endpoint=billing,
+        scheduled_for=start + timedelta(seconds=30),
+        checked_at=start + timedelta(seconds=30),
+        ok=False,
+        error="Connection refused",
+        location=LOCATION_SLUG,
+    )
+    # A degraded round's reason and a streak naming the failing place.
+    change = cache.move_to("degraded", start + timedelta(seconds=40), place)
+    assert change is not None
+    change.save()
+    Endpoint.objects.filter(pk=cache.pk).update(status="degraded", streak_error=place)
 
     owner = api.as_user(cast.owner)
     sections = [
@@ -160,6 +178,8 @@ def test_no_public_route_shows_a_target_secret_error_note_or_email(world, cast):
         cast.project.ping_key,
         cast.project.name,
         *(str(e.pk) for e in endpoints),
+        LOCATION_SLUG,
+        LOCATION_NAME,
     ]
     answers = public_answers(world)
 
