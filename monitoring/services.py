@@ -19,6 +19,7 @@ from accounts.audit import audit_record
 from accounts.models import AuditAction, Project
 from healthmon.errors import InvalidInput, TooManyRequests
 from monitoring.heartbeats import heartbeat_reschedule
+from monitoring.locations import default_slug, online_slugs
 from monitoring.models import (
     CheckResult,
     Endpoint,
@@ -31,7 +32,7 @@ from monitoring.models import (
 from monitoring.probes.base import ProbeTask
 from monitoring.probes.icmp import require_icmp
 from monitoring.probes.secrets import masked, secrets_of
-from monitoring.scheduler import send_batch
+from monitoring.scheduler import lanes, send_batch
 from monitoring.slugs import SLUG_TAKEN, slug_taken
 from monitoring.targets import mask_config, mask_target
 from monitoring.validation import DEFAULT_INTERVAL, DEFAULT_TIMEOUT
@@ -352,7 +353,18 @@ def endpoint_check_now(*, endpoint: Endpoint) -> datetime:
     if not cache.add(f"check-now:{endpoint.pk}", 1, timeout=CHECK_NOW_COOLDOWN_SECONDS):
         raise TooManyRequests(retry_after=CHECK_NOW_COOLDOWN_SECONDS)
     slot = timezone.now()
-    transaction.on_commit(partial(send_batch, [[str(endpoint.pk), slot.isoformat()]]))
+    # One round, sent as the dispatcher sends it: to each of the endpoint's online
+    # locations, judged together by their quorum.
+    claim = (endpoint.pk, slot, False, list(endpoint.locations))
+    routes = lanes([claim], online_slugs(slot) if endpoint.locations else ())
+    if not routes:
+        cache.delete(f"check-now:{endpoint.pk}")
+        raise InvalidInput({"locations": ["None of the endpoint's locations is online."]})
+    default = default_slug()
+    for (targets, _), items in routes.items():
+        for slug in targets:
+            where = None if slug == default else slug
+            transaction.on_commit(partial(send_batch, items, False, where))
     return slot
 
 
