@@ -61,6 +61,10 @@ def _change_headline(document: EventDocument) -> str:
         raise ValueError(f"A {document['event']} event names no endpoint.")
     where = f"{endpoint['name']} ({project['name']})"
     if document["event"] == NotificationEvent.DEGRADED:
+        # Degraded by its probe locations: some fail, fewer than the quorum (the reason,
+        # in the details, names them); otherwise by its response time.
+        if (document["change"]["reason"] or "").startswith("Failing in "):
+            return f"DEGRADED: {where} is failing in some of its locations"
         return f"DEGRADED: {where} is slower than its threshold"
     return f"NO LONGER DEGRADED: {where}"
 

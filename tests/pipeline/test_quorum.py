@@ -8,7 +8,7 @@ import time_machine
 from django.utils import timezone
 
 from alerts.messages.documents import event_document
-from alerts.messages.text import mail_body
+from alerts.messages.text import headline, mail_body
 from alerts.models import NotificationEvent
 from analytics.models import DayRollup, FiveMinuteRollup
 from monitoring.checks import CheckOutcome
@@ -86,6 +86,18 @@ def test_majority_of_two_with_one_failing_is_degraded_naming_the_location(cast, 
     assert not PendingRound.objects.exists()
     stored = CheckResult.objects.order_by("location").values_list("location", "ok")
     assert list(stored) == [("eu-west", False), ("us-east", True)]
+    # The degraded notification says why: some locations fail, not the response time.
+    document = event_document(
+        event=NotificationEvent.DEGRADED,
+        event_id=change.pk,
+        occurred_at=change.changed_at,
+        incident=None,
+        endpoint=endpoint,
+        project_name=cast.project.name,
+        change=change,
+    )
+    assert headline(document).endswith("is failing in some of its locations")
+    assert "Last check: Failing in eu-west: connection refused" in mail_body(document)
 
 
 def test_both_failing_over_the_threshold_open_one_incident_naming_both(endpoint, cast):
