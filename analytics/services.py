@@ -13,6 +13,7 @@ from analytics import histogram
 from analytics.latency import Latency
 from analytics.models import TIERS, DayRollup, FiveMinuteRollup, HourRollup, Rollup
 from analytics.windows import ceil, floor
+from monitoring.locations import LocationResult, judge, quorum_of
 from monitoring.models import CheckResult, Endpoint, time_ordered_uuid_floor
 
 
@@ -147,15 +148,44 @@ def rollups_rebuild(*, endpoint_ids: Sequence[UUID], start: datetime, end: datet
     end = ceil(end, DayRollup.width)
     if start >= end:
         return 0
-    checks = list(
+    checks = _rounds(
         CheckResult.objects.filter(
             endpoint_id__in=endpoint_ids, checked_at__gte=start, checked_at__lt=end
-        ).values_list("endpoint_id", "checked_at", "ok", "response_time_ms")
+        ).values_list(
+            "endpoint_id", "checked_at", "ok", "response_time_ms", "scheduled_for", "location"
+        )
     )
     for tier in TIERS:
         tier.objects.filter(endpoint_id__in=endpoint_ids).between(start, end).delete()
         _write(tier, _sums_by_bucket(tier, checks), replace=True)
     return len(checks)
+
+
+def _rounds(
+    rows: Iterable[tuple[UUID, datetime, bool, float | None, datetime, str]],
+) -> list[tuple[UUID, datetime, bool, float | None]]:
+    """Raw checks as the rollups count them: one per round. A round answered by several
+    locations is judged again against its endpoint's quorum, as ingest judged it (one
+    verdict at the round's latest check, the mean of the successful times)."""
+    found: dict[tuple[UUID, datetime], list[tuple[datetime, LocationResult]]] = {}
+    for endpoint_id, checked_at, ok, ms, slot, location in rows:
+        answer = LocationResult(location, ok, ms, "")
+        found.setdefault((endpoint_id, slot), []).append((checked_at, answer))
+    several = {endpoint_id for (endpoint_id, _), answers in found.items() if len(answers) > 1}
+    quorums = {
+        pk: quorum_of(config)
+        for pk, config in Endpoint.objects.filter(pk__in=several).values_list("pk", "config_masked")
+    }
+    counted = []
+    for (endpoint_id, _), answers in found.items():
+        if len(answers) == 1:
+            checked_at, answer = answers[0]
+            counted.append((endpoint_id, checked_at, answer.ok, answer.response_time_ms))
+            continue
+        verdict = judge([answer for _, answer in answers], quorums.get(endpoint_id, "majority"))
+        latest = max(checked_at for checked_at, _ in answers)
+        counted.append((endpoint_id, latest, verdict.ok, verdict.response_time_ms))
+    return counted
 
 
 RETENTION_BATCH = 20_000

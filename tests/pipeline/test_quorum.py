@@ -11,6 +11,7 @@ from alerts.messages.documents import event_document
 from alerts.messages.text import headline, mail_body
 from alerts.models import NotificationEvent
 from analytics.models import DayRollup, FiveMinuteRollup
+from analytics.services import rollups_rebuild
 from monitoring.checks import CheckOutcome
 from monitoring.locations import stored_slug
 from monitoring.models import CheckResult, Endpoint, EndpointStatus, Incident, PendingRound
@@ -275,6 +276,11 @@ def test_rollups_count_one_check_per_round_and_its_verdict(endpoint):
     day = DayRollup.objects.get()
     assert (day.count, day.failures) == (4, 1)
     assert day.sum_ms == (20.0 + 40.0) / 2 + 40.0 + 40.0  # means of the successful locations
+
+    # Rebuilt from the raw checks, the rounds are judged again: the same figures.
+    assert rollups_rebuild(endpoint_ids=[endpoint.pk], start=T0, end=T0 + timedelta(days=1)) == 4
+    day = DayRollup.objects.get()
+    assert (day.count, day.failures, day.sum_ms) == (4, 1, 110.0)
 
 
 def test_a_single_location_round_is_its_own_verdict(cast, make_endpoint):
