@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 import time_machine
+from django.urls import reverse
 
 from apikeys.models import Scope
 from monitoring.checks import CheckOutcome
@@ -17,6 +18,7 @@ from monitoring.probes import ProbeResult
 from monitoring.validation.locations import MAX_ENDPOINT_LOCATIONS
 from pipeline.checks import checks_record
 from tests.helpers import assert_problem
+from tests.test_admin_keys_endpoints import NUMS
 
 T0 = datetime(2030, 1, 1, 12, 0, tzinfo=UTC)
 LOCATION_FIELDS = {"id", "slug", "name", "online", "last_seen_at", "workers"}
@@ -440,3 +442,55 @@ def test_the_schema_describes_locations_quorum_and_a_checks_location(api, cast):
     assert "quorum" not in schema["components"]["schemas"]["HeartbeatConfig"]["properties"]
     checks = schema["components"]["schemas"]["CheckResult"]["properties"]
     assert "location" in checks
+
+
+# --- The Django admin ---------------------------------------------------------------------
+
+
+def _admin_form(**fields):
+    return {
+        "name": "Website",
+        "interval_seconds": 60,
+        "timeout_seconds": 10,
+        "failure_threshold": 2,
+        "recovery_threshold": 1,
+        "sla_target": "99.9",
+        **{f"{inline}-{n}_FORMS": "0" for inline in ("checks", "incidents") for n in NUMS},
+        **fields,
+    }
+
+
+def test_the_admin_edits_an_endpoints_locations_as_the_api_checks_them(
+    staff_client, cast, places, make_endpoint
+):
+    endpoint = make_endpoint(cast.project, locations=["eu-west", "us-east"], config={"quorum": 2})
+    url = reverse("admin:monitoring_endpoint_change", args=[endpoint.pk])
+
+    page = staff_client.get(url).content.decode()
+    unknown = staff_client.post(url, _admin_form(locations="eu-west, mars"))
+    below = staff_client.post(url, _admin_form(locations="eu-west"))
+    taken = staff_client.post(url, _admin_form(locations="us-east, ap-south, default"))
+
+    assert 'value="eu-west, us-east"' in page
+    assert unknown.status_code == 200
+    assert "Unknown locations: mars." in unknown.content.decode()
+    assert below.status_code == 200
+    assert "locations (1)" in below.content.decode()
+    assert taken.status_code == 302
+    endpoint.refresh_from_db()
+    assert endpoint.locations == ["us-east", "ap-south", "default"]
+
+
+def test_the_admin_shows_and_filters_checks_by_location(staff_client, cast, places, endpoint):
+    _checks(endpoint)
+    url = reverse("admin:monitoring_checkresult_changelist")
+
+    everything = staff_client.get(url).content.decode()
+    europe = staff_client.get(url, {"location": "eu-west"})
+    default = staff_client.get(url, {"location": "default"})
+
+    assert "Europe West" in everything  # a filter choice, from the defined locations
+    assert europe.status_code == default.status_code == 200
+    assert len(europe.context["cl"].result_list) == 2
+    assert len(default.context["cl"].result_list) == 1
+    assert "eu-west" in europe.content.decode()
