@@ -88,7 +88,7 @@ class LatestIncidentInline(_LatestInline):
     fields = readonly_fields = ("started_at", "resolved_at", "cause")
 
 
-class EndpointAdminForm(forms.ModelForm):  # type: ignore[type-arg]
+class EndpointAdminForm(forms.ModelForm):
     """The endpoint's editable columns, its locations typed as slugs and checked as the API
     checks them (defined, each once, none for a heartbeat, not fewer than a numeric quorum)."""
 

@@ -133,7 +133,7 @@ def chosen_locations(post: QueryDict | None, endpoint: Endpoint | None) -> list[
 def shown_quorum(post: QueryDict | None, endpoint: Endpoint | None) -> str:
     """The quorum box: as posted, or as saved (the default when none is)."""
     if post is not None and QUORUM_FIELD in post:
-        return post[QUORUM_FIELD]
+        return str(post.get(QUORUM_FIELD, ""))
     saved = endpoint.config_masked.get("quorum") if endpoint else None
     return str(saved if saved is not None else DEFAULT_QUORUM)
 

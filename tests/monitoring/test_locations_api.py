@@ -275,18 +275,17 @@ def test_changing_the_locations_checks_the_quorum_kept(api, cast, places, make_e
     assert response.json()["config"]["quorum"] == "all"
 
 
-def test_a_quorum_alone_is_checked_against_the_locations_kept(
-    api, cast, places, make_endpoint
-):
+def test_a_quorum_alone_is_checked_against_the_locations_kept(api, cast, places, make_endpoint):
     endpoint = make_endpoint(cast.project, locations=["eu-west", "us-east"])
     api.as_user(cast.member)
 
     refused = api.patch(f"/api/v1/endpoints/{endpoint.id}", {"config": {"quorum": 3}})
     taken = api.patch(f"/api/v1/endpoints/{endpoint.id}", {"config": {"quorum": 2}})
 
-    assert "locations (2)" in assert_problem(refused, 400, "validation_error")["errors"][
-        "config.quorum"
-    ][0]
+    assert (
+        "locations (2)"
+        in assert_problem(refused, 400, "validation_error")["errors"]["config.quorum"][0]
+    )
     assert taken.status_code == 200, taken.content
     endpoint.refresh_from_db()
     assert endpoint.config["quorum"] == 2
@@ -385,9 +384,7 @@ def test_each_check_names_its_location(api, cast, places, endpoint):
     assert [c["location"] for c in page["results"]] == ["eu-west", "eu-west", "default"]
 
 
-@pytest.mark.parametrize(
-    ("slug", "count"), [("eu-west", 2), ("default", 1), ("us-east", 0)]
-)
+@pytest.mark.parametrize(("slug", "count"), [("eu-west", 2), ("default", 1), ("us-east", 0)])
 def test_checks_are_filtered_by_location(api, cast, places, endpoint, slug, count):
     _checks(endpoint)
 
@@ -417,9 +414,7 @@ def test_a_foreign_endpoints_checks_stay_hidden_with_a_location_filter(
 ):
     theirs = make_endpoint(cast.other_project)
 
-    response = api.as_user(cast.owner).get(
-        f"/api/v1/endpoints/{theirs.id}/checks?location=eu-west"
-    )
+    response = api.as_user(cast.owner).get(f"/api/v1/endpoints/{theirs.id}/checks?location=eu-west")
 
     assert_problem(response, 404, "not_found")
 
