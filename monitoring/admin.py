@@ -3,14 +3,17 @@ on a page; checks, incidents and status changes are history, read-only."""
 
 from typing import Any
 
+from django import forms
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.forms.models import BaseInlineFormSet
 from django.http import HttpRequest
 
+from monitoring.locations import default_slug, shown_slug, stored_slug
 from monitoring.models import (
     CheckResult,
     Endpoint,
+    EndpointType,
     Heartbeat,
     Incident,
     IncidentActivity,
@@ -29,6 +32,7 @@ from monitoring.services import (
     endpoint_update,
     endpoints_set_enabled,
 )
+from monitoring.validation.locations import locations_errors, quorum_error
 
 # Loading an endpoint through a relation would decrypt these for nothing.
 ENCRYPTED_ENDPOINT_FIELDS = ("endpoint__target", "endpoint__config")
@@ -84,8 +88,37 @@ class LatestIncidentInline(_LatestInline):
     fields = readonly_fields = ("started_at", "resolved_at", "cause")
 
 
+class EndpointAdminForm(forms.ModelForm):
+    """The endpoint's editable columns, its locations typed as slugs and checked as the API
+    checks them (defined, each once, none for a heartbeat, not fewer than a numeric quorum)."""
+
+    locations = forms.CharField(
+        required=False,
+        help_text="Slugs of defined locations, separated by commas; empty: the default location.",
+    )
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.initial["locations"] = ", ".join(self.instance.locations or [])
+
+    def clean_locations(self) -> list[str]:
+        """The slugs, refused as the API refuses them."""
+        text = self.cleaned_data.get("locations") or ""
+        slugs = [slug.strip() for slug in text.split(",") if slug.strip()]
+        heartbeat = self.instance.type == EndpointType.HEARTBEAT
+        errors = locations_errors(slugs, heartbeat=heartbeat)
+        # The masked config holds the quorum as stored: it is no secret.
+        quorum = (self.instance.config_masked or {}).get("quorum")
+        if not errors and (error := quorum_error(quorum, slugs)):
+            errors = [f"The quorum ({quorum}): {error}"]
+        if errors:
+            raise forms.ValidationError(errors)
+        return slugs
+
+
 @admin.register(Endpoint)
 class EndpointAdmin(admin.ModelAdmin):
+    form = EndpointAdminForm
     list_display = [
         "name",
         "type",
@@ -113,6 +146,7 @@ class EndpointAdmin(admin.ModelAdmin):
         "config_masked",
         "interval_seconds",
         "timeout_seconds",
+        "locations",
         "enabled",
         "failure_threshold",
         "recovery_threshold",
@@ -204,15 +238,46 @@ class _HistoryAdmin(admin.ModelAdmin):
         return False
 
 
+class CheckLocationFilter(admin.SimpleListFilter):
+    """Checks from one location; the choices come from the defined locations, never from a
+    DISTINCT over every check."""
+
+    title = "location"
+    parameter_name = "location"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        """The default location, then each defined one."""
+        defined = Location.objects.exclude(slug=default_slug()).values_list("slug", "name")
+        return [(default_slug(), f"{default_slug()} (default)"), *defined]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        """The checks stored with that location (empty for the default one)."""
+        value = self.value()
+        return queryset.filter(location=stored_slug(value)) if value else queryset
+
+
 @admin.register(CheckResult)
 class CheckResultAdmin(_HistoryAdmin):
-    list_display = ["checked_at", "endpoint", "ok", "response_time_ms", "status_detail", "error"]
-    list_filter = ["ok", "endpoint__type"]
+    list_display = [
+        "checked_at",
+        "endpoint",
+        "shown_location",
+        "ok",
+        "response_time_ms",
+        "status_detail",
+        "error",
+    ]
+    list_filter = ["ok", CheckLocationFilter, "endpoint__type"]
     search_fields = ["=endpoint__id", "endpoint__name"]
     # Newest first by the primary key (a time-ordered UUIDv7): its index serves the page,
     # where `checked_at`, indexed only after the endpoint, would sort the whole table. No
     # date hierarchy for the same reason: it reads the distinct days of every row.
     ordering = ["-id"]
+
+    @admin.display(description="location", ordering="location")
+    def shown_location(self, obj: CheckResult) -> str:
+        """The location's slug, the default one's for checks stored without one."""
+        return shown_slug(obj.location)
 
 
 class _IncidentTextInline(admin.TabularInline):

@@ -15,7 +15,9 @@ from typing import Any
 
 from django.http import QueryDict
 
-from monitoring.models import Endpoint
+from monitoring.api.serializers import LOCATIONS_SHOWN
+from monitoring.locations import DEFAULT_QUORUM, default_slug
+from monitoring.models import Endpoint, EndpointType, Location
 from monitoring.validation.assertions import COMPARISONS, MAX_ASSERTIONS, SOURCES, SUPPORTED
 
 ASSERTION_TYPES = frozenset({"http", "graphql", "elasticsearch"})
@@ -101,3 +103,64 @@ def without_assertions(config: Mapping[str, Any]) -> dict[str, Any]:
 SOURCE_CHOICES = SOURCES
 COMPARISON_CHOICES = COMPARISONS
 SUPPORTED_HELP = [(source, ", ".join(SUPPORTED[source])) for source in SOURCES]
+
+
+# --- Locations and quorum ------------------------------------------------------------------
+# The boxes of the defined locations post `locations` (one value per ticked box) with the
+# mark `locations-shown`, so that none ticked reads as "no locations" (the default one); the
+# quorum box is the form's word on `config.quorum`, put into the options as the rows are.
+
+QUORUM_FIELD = "quorum"
+
+
+def location_choices() -> list[tuple[str, str]]:
+    """(slug, label) of each location an endpoint may list: the default one first."""
+    default = default_slug()
+    defined = Location.objects.exclude(slug=default).values_list("slug", "name")
+    return [
+        (default, f"{default} (default)"),
+        *((slug, f"{name} ({slug})") for slug, name in defined),
+    ]
+
+
+def chosen_locations(post: QueryDict | None, endpoint: Endpoint | None) -> list[str]:
+    """The ticked boxes: as posted, or as saved."""
+    if post is not None and LOCATIONS_SHOWN in post:
+        return post.getlist("locations")
+    return list(endpoint.locations or []) if endpoint else []
+
+
+def shown_quorum(post: QueryDict | None, endpoint: Endpoint | None) -> str:
+    """The quorum box: as posted, or as saved (the default when none is)."""
+    if post is not None and QUORUM_FIELD in post:
+        return str(post.get(QUORUM_FIELD, ""))
+    saved = endpoint.config_masked.get("quorum") if endpoint else None
+    return str(saved if saved is not None else DEFAULT_QUORUM)
+
+
+def merge_quorum(
+    post: QueryDict, config_text: str, endpoint: Endpoint | None, endpoint_type: str
+) -> str | None:
+    """The config text to check with the quorum box put in it; None to leave it alone (no
+    box, a heartbeat, the quorum unchanged, or text that is not a JSON object)."""
+    typed = post.get(QUORUM_FIELD, "").strip()
+    if not typed or endpoint_type == EndpointType.HEARTBEAT:
+        return None
+    text = config_text.strip()
+    try:
+        base = json.loads(text) if text else _saved_config(endpoint, endpoint_type)
+    except ValueError:
+        return None
+    if not isinstance(base, dict):
+        return None
+    if str(base.get(QUORUM_FIELD, DEFAULT_QUORUM)) == typed:
+        return None  # the options already say so
+    base[QUORUM_FIELD] = typed  # "2" is read as the number by the option
+    return json.dumps(base)
+
+
+def _saved_config(endpoint: Endpoint | None, endpoint_type: str) -> dict[str, Any]:
+    """The options the blank box keeps: the endpoint's (masked) ones of the same type."""
+    if endpoint is not None and endpoint.type == endpoint_type:
+        return dict(endpoint.config_masked)
+    return {}

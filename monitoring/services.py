@@ -61,7 +61,7 @@ _SCHEDULE_KEYS = ("cron", "timezone", "grace_seconds")
 
 # A change to any of these makes the endpoint due at once, so the user sees its effect.
 _PROBE_FIELDS = frozenset(
-    {"type", "target", "interval_seconds", "timeout_seconds", "config", "project"}
+    {"type", "target", "interval_seconds", "timeout_seconds", "config", "project", "locations"}
 )
 
 
@@ -94,6 +94,7 @@ class EndpointChanges:
     recovery_threshold: int | Unset = UNSET
     sla_target: float | Unset = UNSET
     slug: str | Unset | None = UNSET
+    locations: list[str] | Unset = UNSET
 
     def given(self) -> frozenset[str]:
         """The names of the fields given."""
@@ -123,6 +124,7 @@ def endpoint_create(
     recovery_threshold: int = 1,
     sla_target: float = 99.9,
     slug: str | None = None,
+    locations: list[str] | None = None,
 ) -> Endpoint:
     """Create an endpoint from validated values; an enabled one is due for its first check
     at once (a heartbeat instead gets its ping key and waits for its first ping)."""
@@ -146,6 +148,7 @@ def endpoint_create(
         recovery_threshold=recovery_threshold,
         sla_target=sla_target,
         slug=slug,
+        locations=list(locations or []),
         status=EndpointStatus.PENDING if enabled else EndpointStatus.PAUSED,
         next_check_at=now if enabled and not heartbeat else None,
         watch_started_at=now,
@@ -256,6 +259,8 @@ def _assign(endpoint: Endpoint, changes: EndpointChanges) -> None:
         endpoint.sla_target = changes.sla_target
     if changes.slug is not UNSET:
         endpoint.slug = changes.slug
+    if changes.locations is not UNSET:
+        endpoint.locations = changes.locations
 
 
 def _mask(endpoint: Endpoint, changes: EndpointChanges) -> set[str]:

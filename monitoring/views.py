@@ -23,7 +23,7 @@ from healthmon.errors import PROBLEM_CONTENT_TYPE, ErrorCode, InvalidInput, prob
 from healthmon.pages import PageForm
 from monitoring import forms, services
 from monitoring.access import access_endpoint
-from monitoring.api.serializers import EndpointSerializer
+from monitoring.api.serializers import LOCATIONS_SHOWN, EndpointSerializer
 from monitoring.models import SLA_TIERS, Endpoint, EndpointType
 from monitoring.schedules import Schedule, describe, expected_times, schedule_of
 from monitoring.validation import (
@@ -55,6 +55,7 @@ LABELS = {
     "failure_threshold": "Failures to open an incident",
     "recovery_threshold": "Successes to resolve it",
     "sla_target": "SLA target",
+    "locations": "Locations",
     "config": "Options (JSON)",
 }
 
@@ -113,6 +114,9 @@ def _posted(request: HttpRequest, fields: list[str]) -> QueryDict:
     for name in fields:
         if name in request.POST:
             data[name] = request.POST[name]
+    if LOCATIONS_SHOWN in request.POST:  # the boxes ticked, perhaps none
+        data.setlist("locations", request.POST.getlist("locations"))
+        data[LOCATIONS_SHOWN] = "1"
     if not data.get("config", "").strip():
         data.pop("config", None)
     if data.get("type") == EndpointType.HEARTBEAT and data.get("target") == "":
@@ -160,6 +164,7 @@ def _form_page(
         "sla_tiers": SLA_TIERS,
     }
     context.update(_assertion_context(request, form, endpoint))
+    context.update(_location_context(request, form, endpoint))
     status = form.status if form.errors else 200
     return render(request, "monitoring/endpoint_form.html", context, status=status)
 
@@ -178,10 +183,28 @@ def _assertion_context(
     }
 
 
+def _location_context(
+    request: HttpRequest, form: PageForm, endpoint: Endpoint | None
+) -> dict[str, Any]:
+    """The location boxes (ticked as posted, or as saved) and the quorum box."""
+    post = request.POST if request.method == "POST" else None
+    config_errors = form.errors.get("config", [])
+    return {
+        "location_choices": forms.location_choices(),
+        "chosen_locations": forms.chosen_locations(post, endpoint),
+        "quorum": forms.shown_quorum(post, endpoint),
+        "quorum_errors": [m for m in config_errors if m.startswith("quorum: ")],
+    }
+
+
 def _with_rows(request: HttpRequest, data: QueryDict, endpoint: Endpoint | None) -> QueryDict:
-    """The posted fields with the assertion rows put into the config they are checked in."""
+    """The posted fields with the assertion rows and the quorum box put into the config
+    they are checked in."""
     kind = data.get("type") or (endpoint.type if endpoint else "")
     merged = forms.merge_rows(request.POST, request.POST.get("config", ""), endpoint, kind)
+    if merged is not None:
+        data["config"] = merged
+    merged = forms.merge_quorum(request.POST, data.get("config", ""), endpoint, kind)
     if merged is not None:
         data["config"] = merged
     return data

@@ -56,6 +56,47 @@ def test_field_errors_and_rules_across_fields_come_in_one_answer(api, cast):
     ]
 
 
+def test_bad_locations_and_quorum_come_with_the_other_bad_fields(api, cast):
+    body = {
+        "project": str(cast.project.id),
+        "name": "",
+        "type": "http",
+        "target": "https://checkout.example.com/health",
+        "locations": ["nowhere", "nowhere"],
+        "config": {"quorum": 0, "method": "BREW"},
+        "interval_seconds": 1,
+    }
+
+    response = api.as_user(cast.owner).post(ENDPOINTS, body, format="json")
+
+    assert bad_fields(response) == {
+        "name",
+        "locations",
+        "config.quorum",
+        "config.method",
+        "interval_seconds",
+    }
+    assert response.json()["errors"]["locations"] == [
+        "Each location once: nowhere given more than once.",
+        "Unknown locations: nowhere.",
+    ]
+
+
+def test_a_quorum_above_the_locations_comes_with_the_other_bad_fields(api, cast):
+    body = {
+        "project": str(cast.project.id),
+        "name": "Checkout",
+        "type": "http",
+        "target": "ftp://checkout.example.com",
+        "config": {"quorum": 2},
+        "failure_threshold": 0,
+    }
+
+    response = api.as_user(cast.owner).post(ENDPOINTS, body, format="json")
+
+    assert bad_fields(response) == {"target", "failure_threshold", "config.quorum"}
+
+
 def test_a_change_names_every_bad_field_too(api, cast, make_endpoint):
     endpoint = make_endpoint(cast.project)
     body = {"name": " ", "interval_seconds": 5, "target": "redis://cache:6379/0"}

@@ -52,7 +52,7 @@ from alerts.services import channel_create, escalation_policy_create, maintenanc
 from apikeys.models import ApiKey
 from apikeys.services import api_key_create
 from monitoring.checks import CheckOutcome
-from monitoring.models import Endpoint
+from monitoring.models import Endpoint, Location
 from monitoring.probes import ProbeResult
 from monitoring.services import endpoint_check_now, endpoint_create
 from monitoring.validation import validate_config
@@ -241,6 +241,10 @@ def _build_world() -> World:
     foreign_organization, _ = organization_create(name="Globex")
     User.objects.create_user("owner@globex.fuzz.test", PASSWORD, organization=foreign_organization)
     empty = project_create(organization=organization, name="Empty")
+    places = ["eu-west", "us-east"]
+    for slug in places:  # global, read by every caller; eu-west heard from just now
+        Location.objects.create(slug=slug, name=slug.upper())
+    Location.objects.filter(slug="eu-west").update(last_seen_at=datetime.now(UTC), online=True)
     database = _endpoint(project, "Database", "postgresql")
     website = _endpoint(project, "Website", "http")
     paused = _endpoint(project, "Cache", "redis", enabled=False)
@@ -271,6 +275,7 @@ def _build_world() -> World:
             "users": users,
             **_alerts(organization, project, start),
             "status-pages": _status_pages(organization, [database, website]),
+            "locations": places,
         },
         values={
             "project": projects,
@@ -288,6 +293,8 @@ def _build_world() -> World:
                 make_email_verification_token(member),
             ],
             "config": [{}],
+            "locations": [[], places[:1], places],
+            "location": [*places, "default"],
         },
     )
 

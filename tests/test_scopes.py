@@ -11,6 +11,8 @@
 |                 | errors, sla, compare                                        |
 | admin           | everything the creator's role allows (the audit log,        |
 |                 | notification channels and maintenance windows too)          |
+| any scope       | GET /locations, /locations/{slug} (global reference data    |
+|                 | that the other routes' answers name)                        |
 
 Keys belong to an owner, so any refusal here is the scope's, never the role's.
 """
@@ -28,10 +30,12 @@ from alerts.models import MaintenanceWindow
 from alerts.services import channel_create, escalation_policy_create
 from apikeys.models import ApiKey, Scope
 from apikeys.permissions import HasScope
-from monitoring.models import Incident
+from monitoring.models import Incident, Location
 from statuspages.models import StatusPage
 from tests.routes import api_routes
 
+# Read with a key of any scope.
+ANY = "any"
 # The contract's table: basename -> (scope for reading, scope for writing); None: admin only.
 CONTRACT: dict[str, tuple[str | None, str | None]] = {
     "endpoint": (Scope.ENDPOINT_READ, Scope.ENDPOINT_CREATE),
@@ -47,6 +51,7 @@ CONTRACT: dict[str, tuple[str | None, str | None]] = {
     "maintenance-window": (None, None),
     "escalation-policy": (None, None),
     "status-page": (Scope.ENDPOINT_READ, None),
+    "location": (ANY, None),
 }
 # Routes no key may use, whatever its scopes: a person's password is involved.
 JWT_ONLY = {("auth", "change_password")}
@@ -97,6 +102,8 @@ def fresh(cast, make_key, make_endpoint):
             return escalation_policy_create(
                 organization=cast.org, name=f"P{n}", steps=[StepInput(0, (mail,))]
             ).id
+        if basename == "location":  # read by its slug
+            return Location.objects.create(slug=f"loc-{n}", name=f"L{n}").slug
         raise AssertionError(f"add a target factory for {basename!r}")
 
     return make
@@ -108,6 +115,8 @@ def allowed_scopes(route):
     assert route.basename in CONTRACT, f"add {route.basename!r} to the contract table"
     read, write = CONTRACT[route.basename]
     needed = read if route.method in SAFE else write
+    if needed == ANY:
+        return set(Scope.values)
     return {Scope.ADMIN} | ({needed} if needed else set())
 
 
@@ -170,6 +179,8 @@ def test_the_matrix_reads_as_the_contract_says():
     for report in ("summary", "response-time", "uptime", "availability", "errors", "sla"):
         assert table[(f"/api/v1/analytics/{report}", "GET")] == {"admin", "analytics:read"}
     assert table[("/api/v1/analytics/compare", "GET")] == {"admin", "analytics:read"}
+    assert table[("/api/v1/locations", "GET")] == set(Scope.values)
+    assert table[("/api/v1/locations/{pk}", "GET")] == set(Scope.values)
     assert table[("/api/v1/projects", "POST")] == {"admin"}
     assert table[("/api/v1/users", "GET")] == {"admin"}
     assert table[("/api/v1/api-keys", "GET")] == {"admin"}

@@ -10,6 +10,7 @@ from drf_spectacular.utils import extend_schema_field
 
 from accounts.models import Project
 from healthmon.api.filters import TimeRangeFilter, TrueFalseFilter, UTCDateTimeFilter
+from monitoring.locations import known_slugs, stored_slug
 from monitoring.models import (
     CheckResult,
     Endpoint,
@@ -46,7 +47,8 @@ class EndpointFilter(filters.FilterSet):
 
 
 class CheckFilter(TimeRangeFilter):
-    """`?from=&to=` (ISO 8601, inclusive) and `?ok=true|false`."""
+    """`?from=&to=` (ISO 8601, inclusive), `?ok=true|false` and `?location=<slug>`; an
+    unknown location is a 400, as any unknown value of a list's filter."""
 
     start = UTCDateTimeFilter(
         field_name="checked_at", lookup_expr="gte", label="from", help_text="ISO 8601 time."
@@ -55,10 +57,26 @@ class CheckFilter(TimeRangeFilter):
         field_name="checked_at", lookup_expr="lte", label="to", help_text="ISO 8601 time."
     )
     ok = TrueFalseFilter()
+    location = filters.CharFilter(
+        method="filter_location", help_text="A location's slug: its checks only."
+    )
 
     class Meta:
         model = CheckResult
         fields: list[str] = []
+
+    def is_valid(self) -> bool:
+        """The other filters' checks, and the location must be defined (named with them)."""
+        valid = super().is_valid()
+        slug = self.data.get("location")
+        if slug and not known_slugs([slug]):
+            self.form.add_error("location", f"Unknown location: {slug}.")
+            return False
+        return valid
+
+    def filter_location(self, queryset: Any, name: str, value: str) -> Any:
+        """The checks from that location (stored empty for the default one)."""
+        return queryset.filter(location=stored_slug(value))
 
 
 # `from` is a Python keyword: the filters are declared as start and end, served as these.

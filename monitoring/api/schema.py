@@ -10,6 +10,7 @@ from drf_spectacular.utils import OpenApiExample, PolymorphicProxySerializer, ex
 from rest_framework import serializers
 
 from monitoring.api.serializers import ConfigField, EndpointSerializer
+from monitoring.locations import QUORUM_WORDS
 from monitoring.models import EndpointType
 from monitoring.validation import (
     MAX_HEADERS,
@@ -21,6 +22,7 @@ from monitoring.validation import (
     Integer,
     IntegerList,
     Option,
+    Quorum,
     Text,
     TextList,
 )
@@ -31,6 +33,7 @@ from monitoring.validation.certificates import (
     CACertificate,
     ExpiryThresholds,
 )
+from monitoring.validation.locations import MAX_ENDPOINT_LOCATIONS
 
 # One name per type, for the components (`HttpConfig`, `HttpEndpoint`, ...).
 _NAMES: dict[str, str] = {
@@ -74,6 +77,18 @@ class _AssertionSchema(serializers.Serializer[Any]):
         }
 
 
+@extend_schema_field(
+    {
+        "oneOf": [
+            {"type": "string", "enum": list(QUORUM_WORDS)},
+            {"type": "integer", "minimum": 1, "maximum": MAX_ENDPOINT_LOCATIONS},
+        ]
+    }
+)
+class QuorumField(serializers.JSONField):
+    """`config.quorum`, for the schema: a word or a count of locations."""
+
+
 def _option_field(option: Option) -> serializers.Field[Any, Any, Any, Any]:
     """The option as a serializer field, for its schema."""
     kwargs: dict[str, Any] = {"allow_null": option.nullable, "help_text": option.help or None}
@@ -109,6 +124,9 @@ def _option_field(option: Option) -> serializers.Field[Any, Any, Any, Any]:
     if isinstance(option, ExpiryThresholds):
         share = serializers.JSONField(help_text='Days (1-3650) or a share of the lifetime ("20%").')
         return serializers.ListField(child=share, max_length=MAX_THRESHOLDS, **kwargs)
+    if isinstance(option, Quorum):
+        kwargs["help_text"] = f"{option.help} Omitted: `{default}` (not stored)."
+        return QuorumField(**kwargs)
     if isinstance(option, CACertificate):
         return serializers.CharField(max_length=MAX_CA_LENGTH, allow_blank=True, **kwargs)
     raise TypeError(f"No schema for {type(option).__name__}")  # a new kind of option

@@ -13,11 +13,13 @@ from accounts.api.serializers import NameField, VisibleProjectField
 from healthmon.api.errors import field_errors
 from healthmon.api.serializers import AllErrorsMixin
 from healthmon.errors import InvalidInput
+from monitoring.locations import shown_slug
 from monitoring.models import (
     SLA_TIERS,
     CheckResult,
     Endpoint,
     EndpointType,
+    Location,
     Ping,
 )
 from monitoring.targets import MAX_TARGET_LENGTH
@@ -28,6 +30,7 @@ from monitoring.validation import (
     endpoint_limits,
     endpoint_validate,
 )
+from monitoring.validation.locations import MAX_ENDPOINT_LOCATIONS
 
 # The numeric fields beside their bounds (`endpoint_limits`), which `get_fields` adds.
 NUMBERS: dict[str, dict[str, Any]] = {
@@ -87,6 +90,33 @@ class TargetField(serializers.CharField):
         return value
 
 
+# Posted by a page form that drew the location boxes: none ticked then means no locations.
+LOCATIONS_SHOWN = "locations-shown"
+
+
+class LocationsField(serializers.ListField):
+    """The slugs of the locations an endpoint is probed from."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(
+            child=serializers.CharField(max_length=40),
+            required=False,
+            help_text=(
+                f"Slugs of defined locations (`GET /locations`), each once, at most "
+                f"{MAX_ENDPOINT_LOCATIONS}; empty (the default): the default location. "
+                "Heartbeats take none. `config.quorum` says how many must fail."
+            ),
+            **kwargs,
+        )
+
+    def get_value(self, dictionary: Any) -> Any:
+        """The value given; a page form's boxes all left unticked are an empty list."""
+        value = super().get_value(dictionary)
+        if value is empty and html.is_html_input(dictionary) and LOCATIONS_SHOWN in dictionary:
+            return dictionary.getlist(self.field_name)
+        return value
+
+
 class ConfigField(serializers.JSONField):
     """Per-type options; secret values (authorization headers and the like) read masked."""
 
@@ -135,6 +165,7 @@ class EndpointSerializer(AllErrorsMixin, serializers.ModelSerializer[Endpoint]):
     name = NameField(max_length=MAX_NAME_LENGTH)
     type = serializers.ChoiceField(choices=EndpointType.choices)
     target = TargetField()
+    locations = LocationsField()
     config = ConfigField(required=False, help_text="Per-type options; defaults filled in.")
     sla_target = serializers.ChoiceField(
         choices=SLA_TIERS,
@@ -180,6 +211,7 @@ class EndpointSerializer(AllErrorsMixin, serializers.ModelSerializer[Endpoint]):
             "target",
             "interval_seconds",
             "timeout_seconds",
+            "locations",
             "config",
             "enabled",
             "failure_threshold",
@@ -222,6 +254,7 @@ class EndpointSerializer(AllErrorsMixin, serializers.ModelSerializer[Endpoint]):
             "target": instance.target_masked,
             "interval_seconds": instance.interval_seconds,
             "timeout_seconds": instance.timeout_seconds,
+            "locations": list(instance.locations or []),
             "config": instance.config_masked,
             "enabled": instance.enabled,
             "failure_threshold": instance.failure_threshold,
@@ -281,11 +314,18 @@ class CheckResultSerializer(serializers.ModelSerializer[CheckResult]):
     """One stored check: `error` is a short fixed phrase, `error_detail` what the driver or
     server said (secrets masked)."""
 
+    def to_representation(self, instance: CheckResult) -> dict[str, Any]:
+        """The fields, the location by its shown slug (stored empty for the default one)."""
+        data = super().to_representation(instance)
+        data["location"] = shown_slug(instance.location)
+        return data
+
     class Meta:
         model = CheckResult
         fields = [
             "id",
             "checked_at",
+            "location",
             "ok",
             "response_time_ms",
             "status_detail",
@@ -294,6 +334,9 @@ class CheckResultSerializer(serializers.ModelSerializer[CheckResult]):
         ]
         read_only_fields = fields
         extra_kwargs = {
+            "location": {
+                "help_text": "The slug of the location the check ran from (`GET /locations`)."
+            },
             "response_time_ms": {
                 "help_text": "How long the check took; for a heartbeat, the run's duration when "
                 "a start ping was paired, else null."
@@ -308,6 +351,34 @@ class CheckResultSerializer(serializers.ModelSerializer[CheckResult]):
                 "to add."
             },
         }
+
+
+class LocationSerializer(serializers.ModelSerializer[Location]):
+    """A place checks run from: its slug, name and liveness (never its workers' host names).
+
+    `online` is computed when asked, from `last_seen_at`; `workers` counts the workers heard
+    from within the same 60 s."""
+
+    online = serializers.SerializerMethodField(
+        help_text="A worker of it was heard from within the last 60 s."
+    )
+    workers = serializers.SerializerMethodField(
+        help_text="How many of its workers were heard from within the last 60 s."
+    )
+
+    class Meta:
+        model = Location
+        fields = ["id", "slug", "name", "online", "last_seen_at", "workers"]
+        read_only_fields = fields
+
+    def get_online(self, instance: Location) -> bool:
+        """Heard from within `OFFLINE_AFTER` of the request (the stored flag may lag)."""
+        since: datetime = self.context["since"]
+        return instance.last_seen_at is not None and instance.last_seen_at >= since
+
+    def get_workers(self, instance: Location) -> int:
+        """The live workers, counted by the view's query."""
+        return int(getattr(instance, "live_workers", 0))
 
 
 class PingSerializer(serializers.ModelSerializer[Ping]):

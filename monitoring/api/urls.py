@@ -7,5 +7,6 @@ from monitoring.api import views
 router = SimpleRouter(trailing_slash=False)
 router.register("endpoints", views.EndpointViewSet, basename="endpoint")
 router.register("incidents", views.IncidentViewSet, basename="incident")
+router.register("locations", views.LocationViewSet, basename="location")
 
 urlpatterns = router.urls

@@ -1,11 +1,13 @@
 """Endpoint API: create, list, read, change, pause, resume and delete monitored services;
 their checks, check-now; incidents, which people declare, update, annotate and edit."""
 
-from typing import Any
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
 
 from django.db import transaction
-from django.db.models import QuerySet
+from django.db.models import Count, Q, QuerySet
 from django.http import HttpResponse
+from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiParameter,
@@ -22,7 +24,7 @@ from rest_framework.response import Response
 from rest_framework.serializers import BaseSerializer
 
 from accounts.access import get_or_404
-from accounts.permissions import IsManagerOrReadOnly, caller
+from accounts.permissions import IsManagerOrReadOnly, IsOrganizationMember, caller
 from apikeys.models import Scope
 from apikeys.permissions import HasScope
 from healthmon.api.errors import PlainTextRenderer, ProblemJSONRenderer
@@ -44,10 +46,22 @@ from monitoring.api.serializers import (
     CheckNowSerializer,
     CheckResultSerializer,
     EndpointSerializer,
+    LocationSerializer,
     PingSerializer,
 )
-from monitoring.models import AckVia, CheckResult, Endpoint, Incident, Ping
+from monitoring.models import (
+    OFFLINE_AFTER,
+    AckVia,
+    CheckResult,
+    Endpoint,
+    Incident,
+    Location,
+    Ping,
+)
 from monitoring.selectors import incidents_visible
+
+if TYPE_CHECKING:
+    from rest_framework.views import APIView
 
 
 @extend_schema(tags=["endpoints"])
@@ -135,7 +149,7 @@ class EndpointViewSet(viewsets.ModelViewSet):
         return Response(self.get_serializer(endpoint).data)
 
     @extend_schema(
-        summary="The endpoint's checks, newest first",
+        summary="The endpoint's checks, newest first (each names its location)",
         responses={200: CheckResultSerializer(many=True)},
         parameters=[
             OpenApiParameter(
@@ -145,6 +159,9 @@ class EndpointViewSet(viewsets.ModelViewSet):
                 "to", OpenApiTypes.DATETIME, description="ISO 8601; checks at or before it."
             ),
             OpenApiParameter("ok", bool, description="Only successful (true) or failed (false)."),
+            OpenApiParameter(
+                "location", str, description="A location's slug: its checks only (unknown: 400)."
+            ),
         ],
         filters=False,
     )
@@ -210,6 +227,50 @@ class EndpointViewSet(viewsets.ModelViewSet):
             slot = services.endpoint_check_now(endpoint=self.get_object())
         body = CheckNowSerializer({"endpoint": pk, "scheduled_for": slot}).data
         return Response(body, status=status.HTTP_202_ACCEPTED)
+
+
+class AnyScope(HasScope):
+    """Any member, and any key whatever its scopes: for global reference data that every
+    other route's answers (and requests) name, such as the probe locations."""
+
+    def has_permission(self, request: Request, view: "APIView") -> bool:
+        """Authenticated, nothing more."""
+        return IsOrganizationMember.has_permission(self, request, view)
+
+
+@extend_schema(tags=["locations"])
+@extend_schema_view(
+    list=extend_schema(summary="List probe locations, by slug (every key may read them)"),
+    retrieve=extend_schema(
+        summary="One probe location, by slug",
+        parameters=[OpenApiParameter("id", str, OpenApiParameter.PATH, description="The slug.")],
+    ),
+)
+class LocationViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    """The places checks run from. Locations are global, not an organization's: they show
+    only a slug, a name and liveness, so every member and every key may read them (an
+    endpoint's `locations`, a check's `location` and analytics name them)."""
+
+    permission_classes = [AnyScope]
+    serializer_class = LocationSerializer
+    lookup_field = "slug"
+    lookup_url_kwarg = "pk"
+    lookup_value_regex = "[a-z0-9-]{1,40}"
+
+    def get_queryset(self) -> QuerySet[Location]:
+        """Every location, with its workers heard from lately counted."""
+        live = Q(workers__last_seen_at__gte=self._since())
+        workers = Count("workers", filter=live)
+        return Location.objects.annotate(live_workers=workers).order_by("slug")
+
+    def get_serializer_context(self) -> dict[str, Any]:
+        """Liveness is judged against one moment for the whole answer."""
+        return {**super().get_serializer_context(), "since": self._since()}
+
+    def _since(self) -> datetime:
+        if not hasattr(self, "_heard_since"):
+            self._heard_since = timezone.now() - OFFLINE_AFTER
+        return self._heard_since
 
 
 @extend_schema(tags=["incidents"])

@@ -31,6 +31,7 @@ from monitoring.validation.options import (
     Integer,
     IntegerList,
     Option,
+    Quorum,
     Text,
     TextList,
 )
@@ -48,6 +49,7 @@ __all__ = [
     "Integer",
     "IntegerList",
     "Option",
+    "Quorum",
     "Text",
     "TextList",
     "endpoint_limits",

@@ -35,6 +35,7 @@ from monitoring.targets import (
     validate_target,
 )
 from monitoring.validation.kinds import option_names, validate_config
+from monitoring.validation.locations import locations_errors, quorum_error
 from monitoring.validation.options import REQUIRED
 
 DEFAULT_INTERVAL = 60
@@ -103,6 +104,7 @@ def endpoint_validate(
         _check_config_alone(check, check.value("type"))
     else:
         _check_target_and_config(check, check.value("type"))
+    _check_locations(check, heartbeat=heartbeat)
     if check.errors:
         raise InvalidInput(check.errors)
     return check.values
@@ -151,6 +153,27 @@ def _check_slug(check: _Check, *, heartbeat: bool) -> None:
             endpoint_id=check.current.pk if check.current else None,
         )
     )
+
+
+def _check_locations(check: _Check, *, heartbeat: bool) -> None:
+    """The locations must be defined, each once (none for a heartbeat, including one that
+    keeps its old locations while becoming one); a number as the quorum must not exceed
+    them, checked again when either changes."""
+    if "locations" in check.failed:
+        return
+    slugs = list(check.value("locations") or [])
+    judged = check.given("locations") or (heartbeat and slugs and "type" not in check.failed)
+    if judged and (errors := locations_errors(slugs, heartbeat=heartbeat)):
+        check.errors["locations"] = errors
+        return
+    config_changed = any(check.given(name) for name in ("config", "type", "target"))
+    if heartbeat or not (check.given("locations") or config_changed):
+        return
+    if "config" in check.failed or any(key.startswith("config") for key in check.errors):
+        return
+    config = check.values.get("config", check.current.config if check.current else {})
+    if error := quorum_error((config or {}).get("quorum"), slugs):
+        check.errors["config.quorum"] = [error]
 
 
 def _check_target_and_config(check: _Check, endpoint_type: str) -> None:

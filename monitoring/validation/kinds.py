@@ -14,6 +14,7 @@ from monitoring.heartbeats import (
     MIN_GRACE_SECONDS,
     heartbeat_errors,
 )
+from monitoring.locations import DEFAULT_QUORUM, QUORUM_WORDS
 from monitoring.models import (
     MAX_HEARTBEAT_SECONDS,
     EndpointType,
@@ -21,6 +22,7 @@ from monitoring.models import (
 from monitoring.schedules import Schedule, schedule_errors, schedule_of
 from monitoring.validation.assertions import MAX_ASSERTIONS, Assertions
 from monitoring.validation.certificates import CACertificate, ExpiryThresholds
+from monitoring.validation.locations import MAX_ENDPOINT_LOCATIONS
 from monitoring.validation.options import (
     UNKNOWN_OPTION,
     Boolean,
@@ -29,6 +31,7 @@ from monitoring.validation.options import (
     Integer,
     IntegerList,
     Options,
+    Quorum,
     Text,
     TextList,
     merge_errors,
@@ -38,13 +41,23 @@ from monitoring.validation.options import (
 # release (stored configs were renamed by migration 0014) and refused next to it.
 DEGRADED = "degraded_above_ms"
 DEGRADED_ALIAS = "degraded_threshold_ms"
-# Every kind accepts these; the kinds below add their own (stored in this order).
+# Every probed kind accepts these; the kinds below add their own (stored in this order).
 _COMMON: Options = {
     DEGRADED: Integer(
         minimum=1,
         maximum=600_000,
         nullable=True,
         help="A successful check slower than this marks the endpoint degraded.",
+    ),
+    # Stored only when given: configs written before locations existed read as the default.
+    "quorum": Quorum(
+        words=QUORUM_WORDS,
+        maximum=MAX_ENDPOINT_LOCATIONS,
+        default=lambda: DEFAULT_QUORUM,
+        filled=False,
+        help="How many of the endpoint's online locations must fail in a round for it to "
+        "be down (fewer: degraded): `any`, `majority`, `all` or a number, at most the "
+        "number of its locations.",
     ),
 }
 _VERIFY: Options = {
@@ -217,6 +230,8 @@ def validate_config(endpoint_type: str, config: Any) -> dict[str, Any]:
     errors: FieldErrors = {}
     given = _given_names(options, config, errors)
     for name, option in options.items():
+        if given[name] not in config and not option.filled:
+            continue
         try:
             cleaned[name] = (
                 option.clean(config[given[name]]) if given[name] in config else option.default()

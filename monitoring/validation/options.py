@@ -25,6 +25,9 @@ class Option:
     default: Callable[[], Any]
     nullable: bool = False
     help: str = ""
+    # Whether a config stores the default when the option is not given; an option whose
+    # default every reader knows (`quorum`) is stored only when given.
+    filled: bool = True
 
     def clean(self, value: Any) -> Any:
         """The value as stored, or InvalidInput (its own messages under `non_field_errors`,
@@ -182,6 +185,30 @@ class TextList(Option):
         if errors:
             raise InvalidInput(errors)
         return texts
+
+
+@dataclass(frozen=True, kw_only=True)
+class Quorum(Option):
+    """How many of an endpoint's locations must fail for a round to fail: a word of
+    `words`, or a whole number from 1 to `maximum` (not a boolean: `true` is no count)."""
+
+    words: tuple[str, ...]
+    maximum: int
+
+    def parse(self, value: Any) -> str | int:
+        """The word, or the number."""
+        if isinstance(value, str) and value in self.words:
+            return value
+        if isinstance(value, str) and value.strip().isdecimal() and len(value) < 10:
+            value = int(value)  # a page form's box
+        if isinstance(value, bool) or not isinstance(value, int):
+            words = ", ".join(f"`{word}`" for word in self.words)
+            raise InvalidInput(f"Must be one of {words}, or a whole number of locations.")
+        if value < 1:
+            raise InvalidInput("Ensure this value is greater than or equal to 1.")
+        if value > self.maximum:
+            raise InvalidInput(f"Ensure this value is less than or equal to {self.maximum}.")
+        return value
 
 
 _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]{1,100}")

@@ -16,6 +16,7 @@ T0 = datetime(2030, 1, 1, 12, 0, tzinfo=UTC)
 CHECK_FIELDS = {
     "id",
     "checked_at",
+    "location",
     "ok",
     "response_time_ms",
     "status_detail",

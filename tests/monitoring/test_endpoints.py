@@ -18,6 +18,7 @@ FIELDS = {
     "target",
     "interval_seconds",
     "timeout_seconds",
+    "locations",
     "config",
     "enabled",
     "failure_threshold",
