@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+import redis
 from django.conf import settings
 from django.db.models import Count
 from django.utils import timezone
@@ -168,6 +169,12 @@ def rounds_after(endpoint: Endpoint, count: int, locations: tuple[str, ...] = SL
     wait_for(judged, timeout=INTERVAL * count + ROUND_WAIT, interval=0.2)
 
 
+def queued(server: RedisServer, queue: str) -> int:
+    """How many messages wait in a queue of the test's broker."""
+    with redis.Redis(port=server.port) as client:
+        return int(client.llen(queue))
+
+
 def watch_period() -> float:
     """How often beat runs the locations' watch loop."""
     schedule = settings.CELERY_BEAT_SCHEDULE["watch-locations"]["schedule"]
@@ -219,6 +226,12 @@ def test_a_target_failing_for_one_location_of_two_makes_the_endpoint_degraded_no
     assert "loc-b" not in reason
     checks = CheckResult.objects.filter(endpoint=endpoint)
     assert set(checks.values_list("location", flat=True)) == set(SLUGS)
+    # One slot per round, shared by both locations' checks (judged together).
+    slots = {
+        slug: set(checks.filter(location=slug).values_list("scheduled_for", flat=True))
+        for slug in SLUGS
+    }
+    assert len(slots["loc-a"] & slots["loc-b"]) >= 4
     assert not checks.filter(location="loc-a", ok=True).exists()
     assert not checks.filter(location="loc-b", ok=False).exists()
     # Each site's requests name the place they come from.
@@ -247,7 +260,7 @@ def test_a_target_down_for_both_locations_opens_one_incident_naming_both(
 
 
 def test_a_killed_worker_takes_its_location_offline_and_the_other_goes_on_judging(
-    cast, make_endpoint, sites, target, processes
+    cast, make_endpoint, sites, target, processes, redis_server
 ):
     start_central(processes)
     pids = both_online(processes, sites)
@@ -266,11 +279,16 @@ def test_a_killed_worker_takes_its_location_offline_and_the_other_goes_on_judgin
     took = time.monotonic() - killed
     assert took <= bound, f"offline {took:.0f} s after the kill"
     assert Location.objects.get(slug="loc-a").online
-    assert LocationOutage.objects.filter(location__slug="loc-b", resolved_at=None).count() == 1
+    outage = LocationOutage.objects.get(location__slug="loc-b")
+    assert outage.resolved_at is None
+    wait_for(lambda: LocationOutage.objects.get(pk=outage.pk).announced_at, timeout=15)
+    left_for_b = queued(redis_server, "probes.loc-b")  # sent while it still counted online
 
-    # Judged by loc-a alone from now on: rounds go on, the endpoint stays up, no incident.
+    # Judged by loc-a alone from now on: rounds go on, the endpoint stays up, no incident,
+    # and nothing more is sent to loc-b.
     since = timezone.now()
     rounds_after(endpoint, 3, locations=("loc-a",))
+    assert queued(redis_server, "probes.loc-b") == left_for_b
     assert status_of(endpoint) == EndpointStatus.UP
     assert not Incident.objects.filter(endpoint=endpoint).exists()
     assert not endpoint.status_changes.filter(changed_at__gte=killed_at).exists()
