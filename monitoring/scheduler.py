@@ -199,11 +199,13 @@ def dispatch(*, now: datetime, batch_size: int) -> int:
     """Claim what is due and queue it in batches to its online locations once the claim is
     committed; then record the tick (the heartbeat /readyz reads, the metrics)."""
     total, lag = 0, 0.0
-    online = online_slugs(now)
+    online: set[str] | None = None  # read once a tick, and only when a claim lists places
     while True:
         with transaction.atomic():
             claims = _claim(now + LOOKAHEAD, CLAIM_LIMIT)
-            _queue_batches(claims, online, batch_size)
+            if online is None and any(listed for *_, listed in claims):
+                online = online_slugs(now)
+            _queue_batches(claims, online or set(), batch_size)
         total += len(claims)
         lag = max([lag, *((now - slot).total_seconds() for _, slot, _, _ in claims)])
         if len(claims) < CLAIM_LIMIT:
