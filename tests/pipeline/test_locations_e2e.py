@@ -11,8 +11,11 @@ offline within 60 s (plus the watch loop's period), and the survivor goes on jud
 endpoint alone, with no false incident.
 """
 
+import base64
+import json
 import time
 from collections.abc import Callable, Iterator
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -169,10 +172,16 @@ def rounds_after(endpoint: Endpoint, count: int, locations: tuple[str, ...] = SL
     wait_for(judged, timeout=INTERVAL * count + ROUND_WAIT, interval=0.2)
 
 
-def queued(server: RedisServer, queue: str) -> int:
-    """How many messages wait in a queue of the test's broker."""
+def queued_slots(server: RedisServer, queue: str) -> list[datetime]:
+    """The round slots of the batches waiting in a queue of the test's broker (Celery's
+    messages as kombu's Redis transport keeps them: a JSON envelope, the body base64)."""
     with redis.Redis(port=server.port) as client:
-        return int(client.llen(queue))
+        messages = client.lrange(queue, 0, -1)
+    slots = []
+    for message in messages:
+        args, _kwargs, _embed = json.loads(base64.b64decode(json.loads(message)["body"]))
+        slots += [datetime.fromisoformat(item[1]) for item in args[0]]
+    return slots
 
 
 def watch_period() -> float:
@@ -282,13 +291,18 @@ def test_a_killed_worker_takes_its_location_offline_and_the_other_goes_on_judgin
     outage = LocationOutage.objects.get(location__slug="loc-b")
     assert outage.resolved_at is None
     wait_for(lambda: LocationOutage.objects.get(pk=outage.pk).announced_at, timeout=15)
-    left_for_b = queued(redis_server, "probes.loc-b")  # sent while it still counted online
 
     # Judged by loc-a alone from now on: rounds go on, the endpoint stays up, no incident,
     # and nothing more is sent to loc-b.
     since = timezone.now()
     rounds_after(endpoint, 3, locations=("loc-a",))
-    assert queued(redis_server, "probes.loc-b") == left_for_b
+    # The dispatcher sends to a location heard from within OFFLINE_AFTER of the round's
+    # claim, and a round's slot is never later than its claim.
+    last_heard = Location.objects.get(slug="loc-b").last_seen_at
+    assert last_heard is not None
+    sent_to_b = queued_slots(redis_server, "probes.loc-b")
+    assert sent_to_b  # rounds sent while it still counted as online wait there
+    assert max(sent_to_b) <= last_heard + OFFLINE_AFTER
     assert status_of(endpoint) == EndpointStatus.UP
     assert not Incident.objects.filter(endpoint=endpoint).exists()
     assert not endpoint.status_changes.filter(changed_at__gte=killed_at).exists()
