@@ -35,6 +35,7 @@ from monitoring.models import (
     Location,
     LocationOutage,
 )
+from monitoring.scheduler import LOOKAHEAD
 from monitoring.services import endpoint_set_enabled
 from tests.faults.processes import Processes, RedisServer, database_url, wait_for
 from tests.pipeline.sites import Site, SplitTarget, site, site_worker
@@ -296,13 +297,13 @@ def test_a_killed_worker_takes_its_location_offline_and_the_other_goes_on_judgin
     # and nothing more is sent to loc-b.
     since = timezone.now()
     rounds_after(endpoint, 3, locations=("loc-a",))
-    # The dispatcher sends to a location heard from within OFFLINE_AFTER of the round's
-    # claim, and a round's slot is never later than its claim.
+    # The dispatcher sends to a location heard from within OFFLINE_AFTER of its tick, and
+    # claims slots up to LOOKAHEAD past the tick.
     last_heard = Location.objects.get(slug="loc-b").last_seen_at
     assert last_heard is not None
     sent_to_b = queued_slots(redis_server, "probes.loc-b")
     assert sent_to_b  # rounds sent while it still counted as online wait there
-    assert max(sent_to_b) <= last_heard + OFFLINE_AFTER
+    assert max(sent_to_b) <= last_heard + OFFLINE_AFTER + LOOKAHEAD
     assert status_of(endpoint) == EndpointStatus.UP
     assert not Incident.objects.filter(endpoint=endpoint).exists()
     assert not endpoint.status_changes.filter(changed_at__gte=killed_at).exists()
