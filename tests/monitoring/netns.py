@@ -3,6 +3,8 @@
 Only root may make them (`ip netns add`); the tests that need one skip with that reason
 otherwise. Each namespace gets a /30 of 10.222.0.0/16 picked from the process id, so that
 test runs side by side (helpers, CI) do not clash, and is deleted with its veth pair.
+A namespace made with `routed=True` sends everything beyond its link through this host, as a
+remote site does through its router: it reaches any address of this host, not only `gateway`.
 """
 
 import os
@@ -47,6 +49,11 @@ class Namespace:
             timeout=10,
         )
 
+    def command(self, *command: str) -> list[str]:
+        """The command line that runs `command` inside the namespace (`ip netns exec`
+        executes it in place, so its process id is the command's)."""
+        return [IP, "netns", "exec", self.name, *command]
+
     def popen(self, *command: str) -> subprocess.Popen[str]:
         """A process started inside the namespace."""
         return subprocess.Popen(  # noqa: S603 - our own command line
@@ -58,8 +65,9 @@ class Namespace:
 
 
 @contextmanager
-def namespace() -> Iterator[Namespace]:
-    """A fresh namespace linked to this one by a veth pair."""
+def namespace(*, routed: bool = False) -> Iterator[Namespace]:
+    """A fresh namespace linked to this one by a veth pair; `routed`: with a default route
+    through `gateway`."""
     skip_unless_root()
     serial = next(_serial)
     tag = f"{os.getpid() % 100_000}x{serial}"
@@ -78,6 +86,8 @@ def namespace() -> Iterator[Namespace]:
         _ip("-n", name, "addr", "add", f"{address}/30", "dev", there)
         _ip("-n", name, "link", "set", there, "up")
         _ip("-n", name, "link", "set", "lo", "up")
+        if routed:
+            _ip("-n", name, "route", "add", "default", "via", gateway)
         yield Namespace(name, address, gateway)
     finally:
         _ip("link", "del", here, check=False)
