@@ -9,7 +9,7 @@ from django.db.models import QuerySet
 from django.forms.models import BaseInlineFormSet
 from django.http import HttpRequest
 
-from monitoring.locations import default_slug, shown_slug, stored_slug
+from monitoring.locations import default_slug, listed_location_slugs, shown_slug, stored_slug
 from monitoring.models import (
     CheckResult,
     Endpoint,
@@ -429,6 +429,19 @@ class LocationAdmin(admin.ModelAdmin):
     search_fields = ["slug", "name"]
     readonly_fields = ["online", "last_seen_at", "created_at"]
     inlines = [LocationWorkerInline]
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        """Not while an endpoint lists it: that endpoint would silently stop being probed
+        there (endpoints name locations by slug). Remove it from them first."""
+        if obj is not None and obj.slug in listed_location_slugs():
+            return False
+        return super().has_delete_permission(request, obj)
+
+    def get_actions(self, request: HttpRequest) -> Any:
+        """No bulk delete: each location is checked for endpoints listing it."""
+        actions = super().get_actions(request)
+        actions.pop("delete_selected", None)
+        return actions
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
         """The slug names a queue and is stored on checks: fixed once made."""

@@ -137,3 +137,9 @@ def known_slugs(slugs: Iterable[str]) -> set[str]:
     wanted = set(slugs)
     found = set(Location.objects.filter(slug__in=wanted).values_list("slug", flat=True))
     return found | ({default_slug()} & wanted)
+
+
+def listed_location_slugs() -> set[str]:
+    """Every slug some endpoint lists (read to refuse deleting a location in use; rare)."""
+    listed = Endpoint.objects.exclude(locations=[]).values_list("locations", flat=True)
+    return {slug for slugs in listed.iterator() for slug in slugs}

@@ -234,7 +234,10 @@ def _park(stranded: Sequence[UUID], online: Collection[str], now: datetime) -> i
         change = endpoint.move_to(EndpointStatus.PENDING, now, reason)
         if change is None:
             continue
-        endpoint.save(update_fields=["status"])
+        # The streak before the silence ends here: leaving pending, the pipeline dates the
+        # change at the new streak's start, never before this move.
+        endpoint.streak_ok, endpoint.streak_length, endpoint.streak_started_at = None, 0, None
+        endpoint.save(update_fields=["status", "streak_ok", "streak_length", "streak_started_at"])
         changes.append(change)
         logger.info(
             "status_changed",

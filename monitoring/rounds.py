@@ -19,6 +19,7 @@ from uuid import UUID
 
 from django.db import connection
 from django.db.models import Q
+from django.utils import timezone
 
 from monitoring.checks import ROUND_LOCATION, CheckOutcome, endpoints_lock
 from monitoring.locations import LocationResult, judge, quorum_of, shown_slug
@@ -60,7 +61,10 @@ def rounds_judge(
             verdicts.append(_verdict(endpoint, key[1], rows, expected[key], detected[key]))
             done.append(key)
         else:
-            judge_at = key[1] + timedelta(seconds=endpoint.timeout_seconds) + ROUND_GRACE
+            # From the round's first answer, not its slot: a round whose batches ran late
+            # (a queue backlog) still gives its other locations their time to answer.
+            first = max(key[1], timezone.now())
+            judge_at = first + timedelta(seconds=endpoint.timeout_seconds) + ROUND_GRACE
             waiting.append(
                 PendingRound(
                     endpoint=endpoint,

@@ -243,6 +243,8 @@ def test_endpoints_whose_every_location_is_offline_wait_as_pending(
     record(stranded, [(later + timedelta(seconds=1), True, 12.0)])
     stranded.refresh_from_db()
     assert stranded.status == EndpointStatus.UP
+    back = stranded.status_changes.get(to_status="up", from_status="pending")
+    assert back.changed_at == later + timedelta(seconds=1)  # not before it was parked
     both.refresh_from_db()
     assert both.status == EndpointStatus.PENDING  # no check of it yet
 

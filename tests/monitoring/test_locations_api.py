@@ -489,3 +489,22 @@ def test_the_admin_shows_and_filters_checks_by_location(staff_client, cast, plac
     assert len(europe.context["cl"].result_list) == 2
     assert len(default.context["cl"].result_list) == 1
     assert "eu-west" in europe.content.decode()
+
+
+def test_the_admin_will_not_delete_a_location_an_endpoint_lists(
+    staff_client, cast, places, make_endpoint
+):
+    make_endpoint(cast.project, locations=["eu-west"])
+    listed, unused = (Location.objects.get(slug=slug) for slug in ("eu-west", "us-east"))
+
+    refused = staff_client.post(
+        reverse("admin:monitoring_location_delete", args=[listed.pk]), {"post": "yes"}
+    )
+    allowed = staff_client.post(
+        reverse("admin:monitoring_location_delete", args=[unused.pk]), {"post": "yes"}
+    )
+
+    assert refused.status_code == 403  # its endpoint would silently stop being probed there
+    assert allowed.status_code == 302
+    assert set(Location.objects.values_list("slug", flat=True)) >= {"eu-west"}
+    assert not Location.objects.filter(slug="us-east").exists()

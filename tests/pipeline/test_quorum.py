@@ -201,6 +201,25 @@ def test_a_silent_location_is_left_out_by_the_sweep_at_judge_at(endpoint):
     assert FiveMinuteRollup.objects.get().count == 1
 
 
+def test_a_round_whose_batches_ran_late_still_waits_for_its_other_locations(cast, make_endpoint):
+    endpoint = located(
+        make_endpoint(cast.project, failure_threshold=1, timeout_seconds=TIMEOUT),
+        "eu-west",
+        "us-east",
+    )
+    late = slot(0) + timedelta(seconds=90)  # a queue backlog: both batches run 90 s late
+
+    with time_machine.travel(late, tick=False):
+        record(result(endpoint, 0, "eu-west", ok=False))
+    assert PendingRound.objects.get().judge_at == late + timedelta(seconds=TIMEOUT + 30)
+    assert rounds_judge_due(now=late + timedelta(seconds=5)) == (0, 0)  # not judged alone
+    with time_machine.travel(late + timedelta(seconds=2), tick=False):
+        record(result(endpoint, 0, "us-east"))
+
+    assert fresh(endpoint).status == EndpointStatus.DEGRADED  # majority of 2: not down
+    assert not Incident.objects.exists()
+
+
 def test_the_one_location_that_answered_can_call_an_outage_alone(cast, make_endpoint):
     endpoint = located(
         make_endpoint(cast.project, failure_threshold=1), "eu-west", "us-east", quorum="all"
