@@ -91,8 +91,25 @@ CSV_COLUMNS = {
 }
 
 
+# Per-location figures are tallied from raw checks (analytics.locations): a page of them
+# covers at most this many endpoints, so one request reads a bounded number of rows.
+LOCATION_PAGE_SIZE = 50
+
+
 class AnalyticsPagination(PageNumberPagination):
     """Pages of endpoints (or projects), with the resolved range beside the results."""
+
+    def get_page_size(self, request: Request) -> int:
+        """As every page, and at most LOCATION_PAGE_SIZE endpoints per location page."""
+        size = super().get_page_size(request)
+        params = request.query_params
+        if (params.get("group_by") == "location" or "location" in params) and size > (
+            LOCATION_PAGE_SIZE
+        ):
+            raise ValidationError(
+                {"page_size": [f"At most {LOCATION_PAGE_SIZE} with per-location figures."]}
+            )
+        return size
 
     def get_paginated_response_schema(self, schema: dict[str, Any]) -> dict[str, Any]:
         """The page plus `from`, `to` and `bucket`."""

@@ -207,3 +207,13 @@ def test_by_location_costs_the_same_for_2_and_4_locations(
     with django_assert_max_num_queries(few):
         rows = figures(get(api, cast, "summary", group_by="location"))
     assert len(rows) == 4
+
+
+def test_a_page_of_per_location_figures_covers_at_most_50_endpoints(api, cast, located):
+    wide = get(api, cast, "summary", group_by="location", page_size="51")
+    fits = get(api, cast, "summary", group_by="location", page_size="50")
+    overall = get(api, cast, "summary", group_by="endpoint", page_size="500")
+
+    # Tallied from raw checks: a page reads a bounded number of rows.
+    assert set(assert_problem(wide, 400, "validation_error")["errors"]) == {"page_size"}
+    assert fits.status_code == overall.status_code == 200
