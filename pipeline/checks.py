@@ -28,6 +28,7 @@ A round whose locations have not all answered is judged later by the sweep
 """
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime
 from uuid import UUID
 
@@ -42,6 +43,7 @@ from alerts.services import (
 from analytics.services import rollups_add
 from monitoring.certificates import CertificateWarning, certificates_advance
 from monitoring.checks import CheckOutcome, checks_probe, checks_store, incidents_advance
+from monitoring.locations import shown_slug
 from monitoring.models import Endpoint
 from monitoring.rounds import rounds_judge, rounds_sweep
 
@@ -72,12 +74,23 @@ def checks_record(*, outcomes: Sequence[CheckOutcome]) -> int:
     stored = checks_store(outcomes=outcomes)
     verdicts = rounds_judge(endpoints=stored.endpoints, outcomes=stored.outcomes)
     # A check of a multi-location round counts through its round's verdict only.
-    judged = [o for o in stored.outcomes if not o.in_round] + verdicts
+    singles = [_named(o, stored.endpoints) for o in stored.outcomes if not o.in_round]
+    judged = singles + verdicts
     rollups_add(checks=judged)
     # Certificates are what each location's handshake saw: every stored result offers its.
     crossed = certificates_advance(endpoints=stored.endpoints, outcomes=stored.outcomes)
     _advance(endpoints=stored.endpoints, outcomes=judged, crossed=crossed)
     return len(stored.outcomes)
+
+
+def _named(outcome: CheckOutcome, endpoints: Mapping[UUID, Endpoint]) -> CheckOutcome:
+    """A failure of an endpoint probed from several places, judged alone (its other
+    locations were offline): its error names the location, as a round's cause does."""
+    endpoint = endpoints.get(outcome.endpoint_id)
+    if outcome.result.ok or endpoint is None or len(endpoint.locations) < 2:
+        return outcome
+    error = f"{shown_slug(outcome.location)}: {outcome.result.error or 'failed'}"[:500]
+    return replace(outcome, result=replace(outcome.result, error=error))
 
 
 @transaction.atomic

@@ -231,6 +231,16 @@ def test_the_one_location_that_answered_can_call_an_outage_alone(cast, make_endp
     assert Incident.objects.get().cause == "eu-west: connection refused"
 
 
+def test_a_round_sent_to_one_location_of_several_names_it_in_the_cause(cast, make_endpoint):
+    # us-east offline: the dispatcher sent this round to eu-west alone (expected 1).
+    endpoint = located(make_endpoint(cast.project, failure_threshold=1), "eu-west", "us-east")
+
+    record(result(endpoint, 0, "eu-west", ok=False, expected=1))
+
+    assert Incident.objects.get().cause == "eu-west: connection refused"
+    assert CheckResult.objects.get().error == "connection refused"  # the check keeps its phrase
+
+
 def test_a_late_result_of_a_judged_round_is_stored_and_judges_nothing(endpoint):
     record(result(endpoint, 0, "eu-west"))
     rounds_judge_due(now=slot(0) + timedelta(seconds=TIMEOUT + 30))
