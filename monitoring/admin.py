@@ -74,12 +74,18 @@ class LatestCheckInline(_LatestInline):
     verbose_name_plural = f"latest {LatestFormSet.latest} checks"
     fields = readonly_fields = (
         "checked_at",
+        "shown_location",
         "ok",
         "response_time_ms",
         "status_detail",
         "error",
         "error_detail",
     )
+
+    @admin.display(description="location")
+    def shown_location(self, obj: CheckResult) -> str:
+        """Where it was probed from (a round of several places has a row per place)."""
+        return shown_slug(obj.location)
 
 
 class LatestIncidentInline(_LatestInline):

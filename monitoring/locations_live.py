@@ -21,7 +21,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from healthmon.logging import get_logger
-from monitoring.locations import online_slugs, queue_for, worker_slug
+from monitoring.locations import QUEUE_PREFIX, online_slugs, queue_for, worker_slug
 from monitoring.models import (
     OFFLINE_AFTER,
     Endpoint,
@@ -36,6 +36,7 @@ from monitoring.models import (
 logger = get_logger(__name__)
 # Four beats fit in OFFLINE_AFTER: a location goes offline only after four are missed.
 HEARTBEAT_EVERY = timedelta(seconds=15)
+WORKER_FORGOTTEN_AFTER = timedelta(days=1)
 # The ordinary queues the default location's probe work goes through (monitoring.scheduler).
 DEFAULT_PROBE_QUEUES = frozenset({"celery", "slow"})
 
@@ -82,6 +83,10 @@ def heartbeat_forever(hostname: str, queues: Collection[str]) -> None:
     location alive every HEARTBEAT_EVERY while the process lives. Its database connection
     is closed between beats: an idle one would only hold a server slot."""
     slug, first = worker_slug(), True
+    if not probes_from(slug, queues) and any(q.startswith(QUEUE_PREFIX) for q in queues):
+        # `-Q probes.eu-west` without PROBE_LOCATION: it would probe eu-west's work yet
+        # store it as the default location's, and keep no location alive.
+        logger.warning("worker_location_unset", queues=sorted(queues), location=slug)
     while True:
         try:
             if first:
@@ -93,7 +98,10 @@ def heartbeat_forever(hostname: str, queues: Collection[str]) -> None:
         except Exception:  # the database away for a while: try again on the next beat
             logger.exception("location_heartbeat_failed", location=slug)
         finally:
-            connection.close()
+            try:
+                connection.close()
+            except Exception:  # a connection already broken: the next beat opens another
+                logger.exception("location_heartbeat_failed", location=slug)
         time.sleep(HEARTBEAT_EVERY.total_seconds())
 
 
@@ -112,6 +120,8 @@ def locations_watch(now: datetime) -> int:
     _announce_outages(now)
     _resolve_outages(now)
     endpoints_strand(now=now)
+    # Workers gone for a day are forgotten (hosts with changing names: containers, pods).
+    LocationWorker.objects.filter(last_seen_at__lt=now - WORKER_FORGOTTEN_AFTER).delete()
     return len(gone)
 
 
@@ -222,7 +232,7 @@ def _park(stranded: Sequence[UUID], online: Collection[str], now: datetime) -> i
     same ones), recording each move; one whose locations changed meanwhile stays."""
     changes = []
     endpoints = (
-        Endpoint.objects.select_for_update()
+        Endpoint.objects.select_for_update(no_key=True)
         .filter(pk__in=stranded, enabled=True)
         .exclude(status=EndpointStatus.PENDING)
         .order_by("pk")

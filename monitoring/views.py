@@ -56,6 +56,7 @@ LABELS = {
     "recovery_threshold": "Successes to resolve it",
     "sla_target": "SLA target",
     "locations": "Locations",
+    "quorum": "Quorum",
     "config": "Options (JSON)",
 }
 
@@ -188,12 +189,22 @@ def _location_context(
 ) -> dict[str, Any]:
     """The location boxes (ticked as posted, or as saved) and the quorum box."""
     post = request.POST if request.method == "POST" else None
+    # The quorum is typed in its own box: its errors are shown (and summed up) there, once,
+    # not under the Options box it is merged into.
     config_errors = form.errors.get("config", [])
+    quorum_errors = [m.removeprefix("quorum: ") for m in config_errors if m.startswith("quorum: ")]
+    if quorum_errors:
+        rest = [m for m in config_errors if not m.startswith("quorum: ")]
+        if rest:
+            form.errors["config"] = rest
+        else:
+            form.errors.pop("config", None)
+        form.errors["quorum"] = quorum_errors
     return {
         "location_choices": forms.location_choices(),
         "chosen_locations": forms.chosen_locations(post, endpoint),
         "quorum": forms.shown_quorum(post, endpoint),
-        "quorum_errors": [m for m in config_errors if m.startswith("quorum: ")],
+        "quorum_errors": quorum_errors,
     }
 
 

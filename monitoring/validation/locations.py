@@ -37,6 +37,6 @@ def quorum_error(quorum: Any, slugs: Sequence[str]) -> str | None:
     if isinstance(quorum, int) and not isinstance(quorum, bool) and quorum > count:
         return (
             f"Must be at most the number of the endpoint's locations ({count}); "
-            "or use `any`, `majority` or `all`."
+            "or use any, majority or all."
         )
     return None

@@ -508,3 +508,15 @@ def test_the_admin_will_not_delete_a_location_an_endpoint_lists(
     assert allowed.status_code == 302
     assert set(Location.objects.values_list("slug", flat=True)) >= {"eu-west"}
     assert not Location.objects.filter(slug="us-east").exists()
+
+
+def test_the_admin_endpoint_page_names_each_latest_checks_location(
+    staff_client, cast, places, endpoint
+):
+    _checks(endpoint)
+
+    page = staff_client.get(reverse("admin:monitoring_endpoint_change", args=[endpoint.pk]))
+
+    cells = page.content.decode()
+    assert cells.count(">eu-west<") == 2
+    assert cells.count(">default<") >= 1

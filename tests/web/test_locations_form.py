@@ -104,3 +104,18 @@ def test_an_edit_keeping_every_box_keeps_the_options(pages, cast, places, make_e
     assert endpoint.name == "Renamed"
     assert endpoint.locations == ["eu-west"]
     assert (endpoint.config["quorum"], endpoint.config["method"]) == (1, "HEAD")
+
+
+def test_a_bad_quorum_is_shown_once_at_its_own_box_and_summed_up_pointing_there(
+    pages, cast, places
+):
+    form = {**browser_form(cast.project), **SHOWN, "locations": ["eu-west"], "quorum": "2"}
+
+    response = pages.as_user(cast.member).post("/endpoints/new", form)
+
+    body = html(response)
+    assert response.status_code == 400
+    assert 'href="#quorum"' in body
+    assert 'href="#config"' not in body
+    assert visible_text(response).count("locations (1)") == 2  # the summary and the box
+    assert "quorum: " not in visible_text(response)
