@@ -1,5 +1,6 @@
 """Query filters of the endpoint list."""
 
+import re
 from typing import Any
 
 from django.db.models import Q
@@ -19,6 +20,7 @@ from monitoring.models import (
     Incident,
     IncidentKind,
 )
+from monitoring.models.locations import SLUG_PATTERN
 
 
 def _visible_endpoints(request: HttpRequest | None) -> Any:
@@ -69,7 +71,8 @@ class CheckFilter(TimeRangeFilter):
         """The other filters' checks, and the location must be defined (named with them)."""
         valid = super().is_valid()
         slug = self.data.get("location")
-        if slug and not known_slugs([slug]):
+        # Not a slug (a NUL byte, 300 characters...) is unknown without asking the database.
+        if slug and (not re.fullmatch(SLUG_PATTERN, slug) or not known_slugs([slug])):
             self.form.add_error("location", f"Unknown location: {slug}.")
             return False
         return valid
