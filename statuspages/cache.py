@@ -177,6 +177,11 @@ def _entry(page_id: object, fmt: str, render: Callable[[], Rendered]) -> Entry:
         return _keep(key, entry)
     if cache.add(lock, 1, timeout=LOCK_SECONDS):
         try:
+            # The lock may be free because its holder just finished: its entry is then
+            # there (read again), and rendering it once more is what the lock prevents.
+            done: Entry | None = cache.get(key)
+            if done is not None and done.fresh(version, now):
+                return _keep(key, done)
             fresh = _render(render, entry, version)
             cache.set(key, fresh, timeout=KEEP_SECONDS)
             return _keep(key, fresh)
