@@ -269,7 +269,12 @@ def test_a_cold_render_of_50_components_by_90_days_is_fast(cast, make_endpoint):
         show_response_times=True,
     )
 
-    timings = []
+    # Against a baseline measured in the same run (bench/README.md: ratios, not absolute
+    # times): a bare loop writing the page's 4,500 bars as plain strings, the least any
+    # render of it must do. This machine's speed varies by a quarter from hour to hour;
+    # both slow down together. The absolute goal (a cold render under 50 ms) is measured
+    # and reported by bench/status_pages.py.
+    renders, bare = [], []
     # As the web process runs (healthmon/wsgi.py): what start-up loaded (Django, DRF,
     # Apprise's plugins: ~150,000 objects) frozen out of the collector, whose full passes
     # over it (~0.1 s each) would otherwise land inside the renders timed here.
@@ -279,14 +284,33 @@ def test_a_cold_render_of_50_components_by_90_days_is_fast(cast, make_endpoint):
         for _ in range(30):
             started = time.perf_counter()
             body = public._page_html(page, LINKS).body
-            timings.append(time.perf_counter() - started)
+            renders.append(time.perf_counter() - started)
+            started = time.perf_counter()
+            _bare_bars(50, 90)
+            bare.append(time.perf_counter() - started)
     finally:
         gc.unfreeze()
 
     assert body.count(b"<rect ") == 50 * 90
-    # The best of thirty: the machine running the tests may be busy with other work (timing
-    # tests run first in `make test` for that reason: tests/conftest.py).
-    assert min(timings) < 0.050, timings
+    # The best of thirty each: the machine may be busy with other work at moments.
+    ratio = min(renders) / min(bare)
+    assert ratio < RENDER_OVER_BARE, (min(renders), min(bare))
+
+
+# Measured 2026-11-27 (e362014 and later): 61-63x, the render 53 ms in a slow hour of this
+# machine; in a fast hour the same render took 40 ms, so the goal of 50 ms is about 77x.
+# 75x: a render doing a fifth more work than today fails, whatever the hour.
+RENDER_OVER_BARE = 75.0
+
+
+def _bare_bars(components: int, days: int) -> str:
+    """The page's day bars as plain strings: the baseline of the cold-render test."""
+    return "".join(
+        f'<rect x="{i * 4}" width="3" height="30" class="o"><title>{n} Nov 2026\n'
+        f"100% uptime\nNo incident</title></rect>"
+        for n in range(components)
+        for i in range(days)
+    )
 
 
 XSS = '<script>alert(1)</script><img src=x onerror=alert(2)>"'
