@@ -399,7 +399,7 @@ def up_endpoint(
 # rows without the ORM), and the values of one, its organization read through its endpoint.
 INCIDENT_COLUMNS = (
     "id, organization_id, endpoint_id, kind, title, impact, state, public, updated_at, "
-    "started_at, resolved_at, cause"
+    "started_at, resolved_at, cause, acknowledged_via"
 )
 
 
@@ -413,5 +413,5 @@ def incident_values(endpoint: str, started: str, resolved: str, cause: str) -> s
     state = f"CASE WHEN ({resolved}) IS NULL THEN 'investigating' ELSE 'resolved' END"
     return (
         f"gen_random_uuid(), {organization}, {endpoint}, 'automatic', '', 'major_outage', "
-        f"{state}, true, now(), {started}, {resolved}, {cause}"
+        f"{state}, true, now(), {started}, {resolved}, {cause}, ''"
     )
