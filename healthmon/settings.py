@@ -20,6 +20,7 @@ import environ
 from django.core.exceptions import ImproperlyConfigured
 
 from healthmon import logging as healthmon_logging
+from healthmon.slugs import LOCATION_SLUG_PATTERN
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -337,7 +338,7 @@ PROBE_THREADS = _int_between("PROBE_THREADS", 32, 1, 1000)
 
 def _location_slug(name: str, default: str) -> str:
     slug = env.str(name, default=default).strip()
-    if slug and not re.fullmatch(r"[a-z0-9](?:[a-z0-9-]{0,38}[a-z0-9])?", slug):
+    if slug and not re.fullmatch(LOCATION_SLUG_PATTERN, slug):
         raise ImproperlyConfigured(
             f"{name}: {slug!r} is not a location slug (lower-case letters, digits, hyphens)."
         )
@@ -350,7 +351,7 @@ def _locations(name: str) -> list[tuple[str, str]]:
     for part in env.list(name, default=[]):
         slug, _, title = part.partition(":")
         slug = slug.strip()
-        if not re.fullmatch(r"[a-z0-9](?:[a-z0-9-]{0,38}[a-z0-9])?", slug):
+        if not re.fullmatch(LOCATION_SLUG_PATTERN, slug):
             raise ImproperlyConfigured(f"{name}: {slug!r} is not a location slug.")
         found.append((slug, title.strip()[:100] or slug))
     return found

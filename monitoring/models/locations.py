@@ -13,9 +13,11 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from healthmon.slugs import LOCATION_SLUG_PATTERN
+
 # Offline after this long without a heartbeat from any of the location's workers.
 OFFLINE_AFTER = timedelta(seconds=60)
-SLUG_PATTERN = r"^[a-z0-9](?:[a-z0-9-]{0,38}[a-z0-9])?$"
+SLUG_PATTERN = LOCATION_SLUG_PATTERN
 slug_validator = RegexValidator(
     SLUG_PATTERN, "Lower-case letters, digits and inner hyphens, at most 40 characters."
 )
