@@ -244,11 +244,40 @@ def throwaway_database(prefix: str) -> Iterator[str]:
             admin.execute(f'CREATE DATABASE "{name}"')
     except psycopg.OperationalError as exc:
         sys.exit(f"cannot reach PostgreSQL at {PG_ADMIN_URL}: {exc}")
+    print(f"PostgreSQL: {postgres_settings()}", flush=True)
     try:
         yield f"postgres://postgres@127.0.0.1:5432/{name}"
     finally:
         with psycopg.connect(PG_ADMIN_URL, autocommit=True) as admin:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+# The settings a run's figures depend on (README, "PostgreSQL settings"): each benchmark
+# prints them, so a figure is read beside the server it was measured on.
+PG_SETTINGS = (
+    "shared_buffers",
+    "effective_cache_size",
+    "work_mem",
+    "maintenance_work_mem",
+    "random_page_cost",
+    "jit",
+    "synchronous_commit",
+    "max_wal_size",
+)
+
+
+def postgres_settings() -> str:
+    """The local server's version and the settings in `PG_SETTINGS`, on one line."""
+    with psycopg.connect(PG_ADMIN_URL, autocommit=True) as admin:
+        version = admin.execute("SHOW server_version").fetchone()
+        rows = dict(
+            admin.execute(
+                "SELECT name, current_setting(name) FROM pg_settings WHERE name = ANY(%s)",
+                [list(PG_SETTINGS)],
+            ).fetchall()
+        )
+    shown = ", ".join(f"{name}={rows[name]}" for name in PG_SETTINGS if name in rows)
+    return f"{version[0] if version else '?'}; {shown}"
 
 
 def app_environment(database_url: str, **extra: str) -> dict[str, str]:
