@@ -42,7 +42,7 @@ def test_each_kind_of_row_is_kept_for_its_own_time(history):
 
     with time_machine.travel(T0 + 21 * DAY, tick=False):
         deleted = apply_retention()
-    assert deleted == {"checks": 2, "rollups_5m": 1, "rollups_1h": 0}
+    assert deleted == {"checks": 2, "check_days": 0, "rollups_5m": 1, "rollups_1h": 0}
     assert counts() == {"checks": 2, "5m": 1, "1h": 2, "1d": 2}
 
     with time_machine.travel(T0 + 95 * DAY, tick=False):
@@ -57,7 +57,12 @@ def test_each_kind_of_row_is_kept_for_its_own_time(history):
 def test_running_it_again_deletes_nothing_more(history):
     with time_machine.travel(T0 + 21 * DAY, tick=False):
         services.retention_run()
-        assert services.retention_run() == {"checks": 0, "rollups_5m": 0, "rollups_1h": 0}
+        assert services.retention_run() == {
+            "checks": 0,
+            "check_days": 0,
+            "rollups_5m": 0,
+            "rollups_1h": 0,
+        }
 
 
 def test_the_retention_days_come_from_the_settings(history, settings):
