@@ -3,10 +3,12 @@ copied in batches while checks keep being stored, updated and deleted, then swap
 every row, constraint and index (migration 0024's path, issue 26)."""
 
 import importlib
+from io import StringIO
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from django.core.management import call_command
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
@@ -185,3 +187,22 @@ def test_the_migration_converts_the_table(endpoints):
 
     assert partitioned(table=TABLE)
     assert rows() == expected
+
+
+def test_the_command_copies_ahead_and_the_migration_finishes(endpoints):
+    store(endpoints, T0, 30)
+
+    out = StringIO()
+    call_command("partition_checks", "--batch", "7", stdout=out)
+
+    assert "Copied 30 check(s)" in out.getvalue()
+    assert not partitioned(table=TABLE)
+    store(endpoints, T0 + timedelta(hours=1), 3)  # stored after the copy: mirrored
+    expected = rows()
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT count(*) FROM {NEW}")  # noqa: S608
+        assert cursor.fetchone()[0] == 33
+    call_command("partition_checks", "--swap", stdout=out)
+    assert partitioned(table=TABLE)
+    assert rows() == expected
+    assert leftovers() == []
