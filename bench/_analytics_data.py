@@ -168,9 +168,7 @@ def indexes_dropped(url: str, conn: psycopg.Connection, table: str) -> Iterator[
             conn.execute(f'ALTER TABLE {table} ADD CONSTRAINT "{name}" {definition}')
         else:
             form = "PRIMARY KEY" if kind == "p" else "UNIQUE"
-            conn.execute(
-                f'ALTER TABLE {table} ADD CONSTRAINT "{name}" {form} USING INDEX "{name}"'
-            )
+            conn.execute(f'ALTER TABLE {table} ADD CONSTRAINT "{name}" {form} USING INDEX "{name}"')
 
 
 # --- The day of raw checks ----------------------------------------------------------------

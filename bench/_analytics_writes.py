@@ -238,7 +238,7 @@ def _day_copy(url: str, partitions: list[str]) -> tuple[int, float]:
         conn.execute("SET session_replication_role = DEFAULT")
         conn.execute("CREATE TABLE bench_day_copy (LIKE monitoring_checkresult INCLUDING DEFAULTS)")
         for name in partitions:
-            conn.execute(f"INSERT INTO bench_day_copy SELECT * FROM {name}")  # noqa: S608
+            conn.execute(f"INSERT INTO bench_day_copy SELECT * FROM {name}")
         definitions = [
             row[0]
             for row in conn.execute(
@@ -290,7 +290,9 @@ def measure_retention(url: str, world: World, progress: Progress) -> list[list[s
     days = sorted({world.start.date(), (world.end - timedelta(microseconds=1)).date()})
     names = [partition_name(day) for day in days]
     copied, copy_seconds = _day_copy(url, names)
-    progress.say(f"unpartitioned copy of the raw day ({copied:,} rows) made in {copy_seconds:.0f} s")
+    progress.say(
+        f"unpartitioned copy of the raw day ({copied:,} rows) made in {copy_seconds:.0f} s"
+    )
     old_rows, old_seconds = _old_row_delete(url, OLD_DELETE_BUDGET_S)
     old_rate = old_rows / max(old_seconds, 1e-9)
     progress.say("old row delete timed; running retention_run")
@@ -321,7 +323,8 @@ def measure_retention(url: str, world: World, progress: Progress) -> list[list[s
         ],
         [
             "before: batched row delete, same rows",
-            f"{copied / max(old_rate, 1e-9):.1f} s" + (" (extrapolated)" if old_rows < copied else ""),
+            f"{copied / max(old_rate, 1e-9):.1f} s"
+            + (" (extrapolated)" if old_rows < copied else ""),
             f"{old_rows:,} rows deleted in {old_seconds:.1f} s, {old_rate:,.0f} rows/s; "
             "VACUUM after it not counted",
         ],

@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
+from functools import partial
 
 from django.db import OperationalError, connection, transaction
 
@@ -61,9 +62,7 @@ def partitioned(*, table: str = TABLE) -> bool:
     if connection.vendor != "postgresql":
         return False
     with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT relkind = 'p' FROM pg_class WHERE oid = to_regclass(%s)", [table]
-        )
+        cursor.execute("SELECT relkind = 'p' FROM pg_class WHERE oid = to_regclass(%s)", [table])
         row = cursor.fetchone()
     return bool(row and row[0])
 
@@ -81,7 +80,9 @@ def partitions_list(*, parent: str = TABLE) -> list[Partition]:
     for name in names:
         found = _DAY.match(name)
         if found:
-            days.append(Partition(name, datetime.strptime(found[1], "%Y%m%d").date()))
+            days.append(
+                Partition(name, date(int(found[1][:4]), int(found[1][4:6]), int(found[1][6:])))
+            )
     days.sort(key=lambda p: p.day or date.min)
     return days + [Partition(name, None) for name in names if name == DEFAULT]
 
@@ -94,7 +95,7 @@ def partitions_ensure(*, first: date, days: int, parent: str = TABLE) -> list[da
         return made
     for n in range(days):
         day = first + timedelta(days=n)
-        if _locked(parent, lambda day=day: _partition_make(parent, day)):
+        if _locked(parent, partial(_partition_make, parent, day)):
             made.append(day)
     return made
 
@@ -115,9 +116,13 @@ def partitions_drop(*, before: date, parent: str = TABLE) -> Dropped:
     if not partitioned(table=parent):
         return Dropped(dropped, 0)
     for partition in partitions_list(parent=parent):
-        if partition.day is not None and partition.day < before:
-            if _locked(parent, lambda name=partition.name: _partition_drop(parent, name)):
-                dropped.append(partition.day)
+        day = partition.day
+        if (
+            day is not None
+            and day < before
+            and _locked(parent, partial(_partition_drop, parent, partition.name))
+        ):
+            dropped.append(day)
     return Dropped(dropped, _default_delete_before(parent, day_start(before)))
 
 
@@ -211,4 +216,3 @@ def table_columns(table: str) -> list[str]:
             [table],
         )
         return [row[0] for row in cursor.fetchall()]
-

@@ -26,7 +26,7 @@ so it waits for a batch in flight and then finds the rows that batch copied.
 import re
 import time
 from collections.abc import Callable
-from datetime import date, timedelta
+from datetime import timedelta
 
 from django.db import OperationalError, connection, transaction
 from django.utils import timezone
@@ -35,10 +35,10 @@ from monitoring.partitions import (
     DEFAULT,
     NEW,
     TABLE,
-    relation_exists,
-    table_columns,
     partitioned,
     partitions_ensure,
+    relation_exists,
+    table_columns,
 )
 
 OLD = f"{TABLE}_unpartitioned"
@@ -49,6 +49,7 @@ COPY_BATCH = 20_000
 SWAP_LOCK_TIMEOUT = "5s"
 SWAP_ATTEMPTS = 5
 _NIL = "00000000-0000-0000-0000-000000000000"
+_INDEX = re.compile(r"^CREATE (UNIQUE )?INDEX \S+ ON (?:ONLY )?\S+ (.*)$", re.DOTALL)
 
 
 def partitions_convert(
@@ -195,12 +196,8 @@ def _new_table_create() -> None:
                 definition = "PRIMARY KEY (id, scheduled_for)"
             cursor.execute(f"ALTER TABLE {NEW} ADD CONSTRAINT {_temporary(name)} {definition}")
         for name, definition in _plain_indexes(TABLE):
-            create = re.sub(
-                r"^CREATE (UNIQUE )?INDEX \S+ ON (ONLY )?\S+ ",
-                lambda m: f"CREATE {m[1] or ''}INDEX {_temporary(name)} ON {NEW} ",
-                definition,
-            )
-            cursor.execute(create)
+            unique, rest = _INDEX.match(definition).groups()  # type: ignore[union-attr]
+            cursor.execute(f"CREATE {unique or ''}INDEX {_temporary(name)} ON {NEW} {rest}")
         cursor.execute(f"CREATE TABLE IF NOT EXISTS {DEFAULT} PARTITION OF {NEW} DEFAULT")
 
 
@@ -208,10 +205,13 @@ def _mirror_create() -> None:
     """Statement triggers on the old table that repeat every change in the new one; and the
     progress table, made in the same transaction so that no copy starts before them."""
     columns = ", ".join(table_columns(TABLE))
-    add = f"INSERT INTO {NEW} ({columns}) SELECT {columns} FROM added ON CONFLICT DO NOTHING;"  # noqa: S608
+    add = (
+        f"INSERT INTO {NEW} ({columns}) SELECT {columns} FROM added "  # noqa: S608
+        "ON CONFLICT DO NOTHING;"
+    )
     remove = (
-        f"PERFORM pg_advisory_xact_lock({LOCK_KEY}); "
-        f"DELETE FROM {NEW} n USING gone g WHERE n.id = g.id AND n.scheduled_for = g.scheduled_for;"
+        f"PERFORM pg_advisory_xact_lock({LOCK_KEY}); DELETE FROM {NEW} n USING gone g "  # noqa: S608
+        "WHERE n.id = g.id AND n.scheduled_for = g.scheduled_for;"
     )
     bodies = {
         "insert": (add, "REFERENCING NEW TABLE AS added"),
@@ -220,7 +220,7 @@ def _mirror_create() -> None:
         "truncate": (f"TRUNCATE {NEW};", ""),
     }
     with transaction.atomic(), connection.cursor() as cursor:
-        for kind, (body, referencing) in bodies.items():
+        for kind, (body, _) in bodies.items():
             cursor.execute(
                 f"CREATE OR REPLACE FUNCTION {MIRROR}_{kind}() RETURNS trigger "
                 f"LANGUAGE plpgsql AS $$ BEGIN {body} RETURN NULL; END $$"
@@ -262,4 +262,3 @@ def _swap() -> None:
             cursor.execute(f"ALTER INDEX {_temporary(name)} RENAME TO {name}")
         cursor.execute(f"ALTER TABLE {TABLE} RENAME TO {OLD}")
         cursor.execute(f"ALTER TABLE {NEW} RENAME TO {TABLE}")
-

@@ -118,9 +118,7 @@ def test_one_check_per_slot_in_default_in_a_partition_and_after_the_move(endpoin
 
 
 @pytest.mark.parametrize("partitioned_day", [True, False])
-def test_the_database_refuses_a_second_check_of_a_slot_in_any_partition(
-    endpoint, partitioned_day
-):
+def test_the_database_refuses_a_second_check_of_a_slot_in_any_partition(endpoint, partitioned_day):
     if partitioned_day:
         partitions_ensure(first=D0, days=1)
     row = {"endpoint": endpoint, "scheduled_for": at(D0, 3), "checked_at": at(D0, 3), "ok": True}
@@ -147,7 +145,10 @@ def test_retention_drops_exactly_the_days_past_the_setting(endpoint, record, set
     before = {
         "incidents": list(Incident.objects.values_list("pk", "started_at", "resolved_at")),
         "changes": list(StatusChange.objects.values_list("pk", "changed_at")),
-        "rollups": [list(t.objects.values_list("bucket", "count")) for t in (FiveMinuteRollup, HourRollup, DayRollup)],
+        "rollups": [
+            list(t.objects.values_list("bucket", "count"))
+            for t in (FiveMinuteRollup, HourRollup, DayRollup)
+        ],
     }
     existing = set(days())
     with connection.cursor() as cursor:  # as if committed: no deferred key check pending
@@ -171,7 +172,10 @@ def test_retention_drops_exactly_the_days_past_the_setting(endpoint, record, set
     assert before == {
         "incidents": list(Incident.objects.values_list("pk", "started_at", "resolved_at")),
         "changes": list(StatusChange.objects.values_list("pk", "changed_at")),
-        "rollups": [list(t.objects.values_list("bucket", "count")) for t in (FiveMinuteRollup, HourRollup, DayRollup)],
+        "rollups": [
+            list(t.objects.values_list("bucket", "count"))
+            for t in (FiveMinuteRollup, HourRollup, DayRollup)
+        ],
     }
     assert retention_run(now=now)["check_days"] == 0
 

@@ -3,9 +3,9 @@ copied in batches while checks keep being stored, updated and deleted, then swap
 every row, constraint and index (migration 0024's path, issue 26)."""
 
 import importlib
-from io import StringIO
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from io import StringIO
 
 import pytest
 from django.core.management import call_command
@@ -40,7 +40,8 @@ def schema() -> dict[str, list]:
         )
         constraints = [list(row) for row in cursor.fetchall()]
         cursor.execute(
-            "SELECT c.relname, regexp_replace(pg_get_indexdef(i.indexrelid), ' ON (ONLY )?', ' ON ') "
+            "SELECT c.relname, "
+            "regexp_replace(pg_get_indexdef(i.indexrelid), ' ON (ONLY )?', ' ON ') "
             "FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
             "WHERE i.indrelid = %s::regclass ORDER BY 1",
             [TABLE],

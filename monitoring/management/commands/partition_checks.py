@@ -36,7 +36,9 @@ class Command(BaseCommand):
             raise CommandError("--batch must be between 1 and 1,000,000.")
         ahead = settings.CHECK_PARTITIONS_AHEAD_DAYS
         if options["swap"]:
-            done = partitions_convert(ahead_days=ahead, batch=options["batch"], say=self.stdout.write)
+            done = partitions_convert(
+                ahead_days=ahead, batch=options["batch"], say=self.stdout.write
+            )
             self.stdout.write("Swapped in." if done else f"{TABLE} was already partitioned.")
             return
         if partitioned(table=TABLE):
