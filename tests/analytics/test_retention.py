@@ -127,3 +127,21 @@ def test_an_old_range_with_uneven_edges_reads_the_days_that_hold_it(api, cast, h
     row = summary_after_retention(api, cast.owner, history, start, start + timedelta(hours=30))
 
     assert (row["checks"], row["avg_ms"]) == (48, 20.0)  # the two whole days, once each
+
+
+def test_raw_checks_go_by_whole_days_before_the_setting(cast, make_endpoint, record, settings):
+    settings.RAW_RETENTION_DAYS = 14
+    with time_machine.travel(T0 - DAY, tick=False):
+        endpoint = make_endpoint(cast.project)
+    first_kept = T0 + 7 * DAY
+    slots = [first_kept - timedelta(seconds=2), first_kept, first_kept + timedelta(hours=5)]
+    for slot in slots:
+        with time_machine.travel(slot + timedelta(seconds=1), tick=False):
+            record(endpoint, [(slot, True, 10.0)])
+
+    # 14 days before: first_kept + 6 h. Its day is kept whole, the one before goes whole.
+    with time_machine.travel(first_kept + 14 * DAY + timedelta(hours=6), tick=False):
+        deleted = services.retention_run()
+
+    assert deleted["checks"] == 1
+    assert sorted(CheckResult.objects.values_list("scheduled_for", flat=True)) == slots[1:]
