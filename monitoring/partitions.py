@@ -128,13 +128,14 @@ def partitions_drop(*, before: date, parent: str = TABLE) -> Dropped:
 
 def _locked(parent: str, change: Callable[[], bool]) -> bool:
     """Run a change in a transaction holding the parent's lock, taken with a short timeout;
-    try again a few times when the lock is not granted in time."""
+    try again a few times when the lock is not granted in time. The timeout stays for the
+    whole change: a partition's foreign key also locks the endpoints table briefly, and no
+    wait for it may hold the checks table locked."""
     for attempt in range(ATTEMPTS):
         try:
             with transaction.atomic(), connection.cursor() as cursor:
                 cursor.execute(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT}'")
                 cursor.execute(f"LOCK TABLE {parent} IN ACCESS EXCLUSIVE MODE")
-                cursor.execute("SET LOCAL lock_timeout = 0")
                 return change()
         except OperationalError as exc:
             if getattr(exc.__cause__, "sqlstate", None) != "55P03" or attempt == ATTEMPTS - 1:

@@ -243,7 +243,6 @@ def _swap() -> None:
     with connection.cursor() as cursor:
         cursor.execute(f"SET LOCAL lock_timeout = '{SWAP_LOCK_TIMEOUT}'")
         cursor.execute(f"LOCK TABLE {TABLE}, {NEW} IN ACCESS EXCLUSIVE MODE")
-        cursor.execute("SET LOCAL lock_timeout = 0")
         # The triggers mirrored everything since the copy began; rows above the last batch
         # are copied again for certainty (an index range over the newest ids: few).
         cursor.execute(

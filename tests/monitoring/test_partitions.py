@@ -2,17 +2,19 @@
 in DEFAULT and moved when its day is made, one check per slot in any partition, retention
 drops exactly the days past the setting and nothing else loses data (issue 26)."""
 
+import time
 from collections.abc import Iterator
 from datetime import UTC, date, datetime, timedelta
 
 import pytest
 import time_machine
 from django.conf import settings as django_settings
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, OperationalError, connection, connections, transaction
 from django.utils import timezone
 
 from analytics.models import DayRollup, FiveMinuteRollup, HourRollup
 from analytics.services import retention_run
+from monitoring import partitions
 from monitoring.models import CheckResult, Incident, StatusChange
 from monitoring.partitions import (
     DEFAULT,
@@ -225,3 +227,21 @@ def test_making_the_days_ahead_again_makes_nothing(db):
 
     assert partitions_ahead(today=today, ahead_days=1) == []  # the migration made them
     assert datetime.now(UTC).date() in days()
+
+
+def test_a_held_lock_makes_the_call_give_up_soon_not_queue_inserts(made_days, monkeypatch):
+    monkeypatch.setattr(partitions, "LOCK_TIMEOUT", "100ms")
+    monkeypatch.setattr(partitions, "ATTEMPTS", 2)
+    reader = connections.create_connection("default")  # a long read on the checks table
+    with reader.cursor() as cursor:
+        cursor.execute("BEGIN")
+        cursor.execute(f"LOCK TABLE {partitions.TABLE} IN ACCESS SHARE MODE")
+        began = time.monotonic()
+        with pytest.raises(OperationalError):
+            partitions_ensure(first=D0, days=1)
+        assert time.monotonic() - began < 5
+        cursor.execute("ROLLBACK")
+    reader.close()
+    made_days.append(D0)
+
+    assert partitions_ensure(first=D0, days=1) == [D0]
