@@ -63,7 +63,8 @@ def partitions_convert(
         partitions_prepare(ahead_days=ahead_days)
         copied = partitions_copy(batch=batch)
         say(f"copied {copied:,} checks into the partitioned table")
-        partitions_swap()
+        locked = partitions_swap()
+        say(f"swapped in: the checks table was locked for {locked * 1000:.0f} ms")
         converted = True
     partitions_cleanup()
     return converted
@@ -111,17 +112,20 @@ def partitions_copy(*, batch: int = COPY_BATCH) -> int:
             return copied
 
 
-def partitions_swap() -> None:
-    """Swap the partitioned table in, in one short transaction under a lock timeout."""
+def partitions_swap() -> float:
+    """Swap the partitioned table in, in one short transaction under a lock timeout;
+    returns the seconds it held the lock (from asking for it to the commit)."""
     for attempt in range(SWAP_ATTEMPTS):
         try:
+            began = time.perf_counter()
             with transaction.atomic():
                 _swap()
-            return
+            return time.perf_counter() - began
         except OperationalError as exc:
             if getattr(exc.__cause__, "sqlstate", None) != "55P03" or attempt == SWAP_ATTEMPTS - 1:
                 raise
             time.sleep(1 + attempt)
+    return 0.0  # pragma: no cover - the loop returns or raises
 
 
 def partitions_cleanup() -> None:
