@@ -1,7 +1,7 @@
 """Rollup writes: adding ingested checks, rebuilding from raw checks, and retention."""
 
 from collections.abc import Iterable, Sequence
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 from uuid import UUID
 
@@ -15,6 +15,7 @@ from analytics.models import TIERS, DayRollup, FiveMinuteRollup, HourRollup, Rol
 from analytics.windows import ceil, floor
 from monitoring.locations import LocationResult, judge, quorum_of
 from monitoring.models import CheckResult, Endpoint, time_ordered_uuid_floor
+from monitoring.partitions import day_start, partitioned, partitions_drop
 
 
 def _sums_by_bucket(
@@ -132,8 +133,8 @@ def rollups_rebuild(*, endpoint_ids: Sequence[UUID], start: datetime, end: datet
     """Recompute every tier's rows for the endpoints from their raw checks.
 
     [start, end) is widened to whole days so that each row rebuilt is complete, then
-    narrowed to the days raw checks still cover in full: rows older than the raw
-    retention are all that is left of their checks and are never touched. Returns the
+    narrowed to the days raw checks still cover in full (after the first day retention
+    keeps): rows older are all that is left of their checks and are never touched. Returns the
     checks read.
     """
     # The locks ingest takes, in its order: no check lands between the read and the write.
@@ -144,7 +145,10 @@ def rollups_rebuild(*, endpoint_ids: Sequence[UUID], start: datetime, end: datet
         .values_list("pk")
     )
     kept_since = timezone.now() - timedelta(days=settings.RAW_RETENTION_DAYS)
-    start = max(floor(start, DayRollup.width), ceil(kept_since, DayRollup.width))
+    # Retention removes every check of the days before kept_since's (by `scheduled_for`),
+    # some of them checked a moment after midnight: the first day kept is never rebuilt.
+    first_whole = floor(kept_since, DayRollup.width) + DayRollup.width
+    start = max(floor(start, DayRollup.width), first_whole)
     end = ceil(end, DayRollup.width)
     if start >= end:
         return 0
@@ -227,15 +231,28 @@ def _delete_rollups_before(tier: type[Rollup], cutoff: datetime) -> int:
 
 
 def retention_run(*, now: datetime | None = None) -> dict[str, int]:
-    """Delete raw checks and rollups past their retention; daily rollups stay forever."""
+    """Delete raw checks and rollups past their retention; daily rollups stay forever.
+
+    Raw checks go by whole UTC days: every check of a day that ended at or before
+    `now - RAW_RETENTION_DAYS` (the partition's day, its `scheduled_for`). On a partitioned
+    PostgreSQL table its day partitions are dropped (`check_days`) and the DEFAULT
+    partition's rows of those days deleted; elsewhere the rows stored before that day's end
+    are deleted in batches (`checks` counts rows deleted one by one).
+    """
     now = now or timezone.now()
     days = timedelta(days=1)
-    return {
+    first_kept = (now - settings.RAW_RETENTION_DAYS * days).astimezone(UTC).date()
+    if partitioned():
+        dropped = partitions_drop(before=first_kept)
+        check_days, checks = len(dropped.days), dropped.default_rows
+    else:
         # Check ids are UUIDv7, made as the check is stored: the primary key orders
         # them by time, so no index on the time column is needed to find old ones.
-        "checks": _delete_before(
-            CheckResult, "id", time_ordered_uuid_floor(now - settings.RAW_RETENTION_DAYS * days)
-        ),
+        cutoff = time_ordered_uuid_floor(day_start(first_kept))
+        check_days, checks = 0, _delete_before(CheckResult, "id", cutoff)
+    return {
+        "checks": checks,
+        "check_days": check_days,
         "rollups_5m": _delete_rollups_before(
             FiveMinuteRollup, now - settings.ROLLUP_5M_RETENTION_DAYS * days
         ),

@@ -140,26 +140,35 @@ def in_parallel(url: str, jobs: Sequence[Callable[[psycopg.Connection], None]]) 
 @contextlib.contextmanager
 def indexes_dropped(url: str, conn: psycopg.Connection, table: str) -> Iterator[None]:
     """Drop a table's primary key, unique constraints and indexes; rebuild them after,
-    two at a time (constraints are attached to their rebuilt index)."""
-    constraints = dict(
-        conn.execute(
-            "SELECT conname, contype FROM pg_constraint "
-            "WHERE conrelid = %s::regclass AND contype IN ('p', 'u')",
-            [table],
-        ).fetchall()
-    )
-    indexes = conn.execute(
-        "SELECT indexname, indexdef FROM pg_indexes WHERE tablename = %s", [table]
+    two at a time (constraints are attached to their rebuilt index; on a partitioned table,
+    which cannot attach one, they are added again after the plain indexes)."""
+    partitioned = conn.execute(
+        "SELECT relkind = 'p' FROM pg_class WHERE oid = %s::regclass", [table]
+    ).fetchone()[0]
+    constraints = conn.execute(
+        "SELECT conname, contype, pg_get_constraintdef(oid) FROM pg_constraint "
+        "WHERE conrelid = %s::regclass AND contype IN ('p', 'u')",
+        [table],
     ).fetchall()
-    for name in constraints:
+    indexes = conn.execute(
+        "SELECT indexname, replace(indexdef, ' ON ONLY ', ' ON ') FROM pg_indexes "
+        "WHERE tablename = %s",
+        [table],
+    ).fetchall()
+    for name, _, _ in constraints:
         conn.execute(f'ALTER TABLE {table} DROP CONSTRAINT "{name}"')
     for name, _ in indexes:
         conn.execute(f'DROP INDEX IF EXISTS "{name}"')
     yield
-    in_parallel(url, [lambda c, sql=sql: c.execute(sql) for _, sql in indexes])
-    for name, kind in constraints.items():
-        form = "PRIMARY KEY" if kind == "p" else "UNIQUE"
-        conn.execute(f'ALTER TABLE {table} ADD CONSTRAINT "{name}" {form} USING INDEX "{name}"')
+    backing = {name for name, _, _ in constraints}
+    rebuilt = [sql for name, sql in indexes if not (partitioned and name in backing)]
+    in_parallel(url, [lambda c, sql=sql: c.execute(sql) for sql in rebuilt])
+    for name, kind, definition in constraints:
+        if partitioned:
+            conn.execute(f'ALTER TABLE {table} ADD CONSTRAINT "{name}" {definition}')
+        else:
+            form = "PRIMARY KEY" if kind == "p" else "UNIQUE"
+            conn.execute(f'ALTER TABLE {table} ADD CONSTRAINT "{name}" {form} USING INDEX "{name}"')
 
 
 # --- The day of raw checks ----------------------------------------------------------------

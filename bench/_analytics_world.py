@@ -104,6 +104,11 @@ def build(url: str, scale: float, began: float) -> None:
     print(f"layout: {layout.describe()}")
     print(f"raw day: {start:%Y-%m-%d %H:%M} to {end:%Y-%m-%d %H:%M} UTC", flush=True)
     create_tenants(layout, end)
+    # A partition per day of the raw day before it is loaded (else all of it is DEFAULT's).
+    from monitoring.partitions import partitions_ensure
+
+    made = partitions_ensure(first=start.date(), days=(end.date() - start.date()).days + 1)
+    print(f"raw check partitions made: {', '.join(f'{d:%Y-%m-%d}' for d in made) or 'none'}")
     write_endpoint_table(url, layout)
     progress.say(f"{layout.endpoints:,} endpoints created")
     generate(url, start, histogram.EDGES, histogram.FIELDS, progress)
@@ -161,9 +166,13 @@ def table_sizes() -> list[list[str]]:
             "monitoring_incident",
             "monitoring_statuschange",
         ):
+            # Summed over the partitions, where the table has some.
             cursor.execute(
-                f"SELECT count(*), pg_size_pretty(pg_total_relation_size('{table}')), "
-                f"pg_size_pretty(pg_indexes_size('{table}')) FROM {table}"
+                f"SELECT (SELECT count(*) FROM {table}), "
+                f"pg_size_pretty(sum(pg_total_relation_size(relid))), "
+                f"pg_size_pretty(sum(pg_indexes_size(relid))) "
+                f"FROM (SELECT relid FROM pg_partition_tree('{table}') "
+                f"UNION SELECT '{table}'::regclass) s"
             )
             count, total, indexes = cursor.fetchone()
             rows.append([table, f"{count:,}", total, indexes])

@@ -380,6 +380,9 @@ NOTIFY_FLAG_AFTER = _int_between("NOTIFY_FLAG_AFTER", 3, 1, 1000)
 RAW_RETENTION_DAYS = _int_between("RAW_RETENTION_DAYS", 14, 1, 3660)
 ROLLUP_5M_RETENTION_DAYS = _int_between("ROLLUP_5M_RETENTION_DAYS", 14, 1, 3660)
 ROLLUP_1H_RETENTION_DAYS = _int_between("ROLLUP_1H_RETENTION_DAYS", 90, 1, 3660)
+# PostgreSQL keeps raw checks in a partition per UTC day; an hourly task makes today's and
+# this many next days' ahead (a check of a day with none lands in the DEFAULT partition).
+CHECK_PARTITIONS_AHEAD_DAYS = _int_between("CHECK_PARTITIONS_AHEAD_DAYS", 3, 1, 60)
 # The overview's figures (uptimes, average, 24 h sparkline) of a page of endpoints are
 # computed at most once per this many seconds, as often as the page refreshes itself;
 # statuses and last checks are always read live. 0: computed on every request.
@@ -529,6 +532,12 @@ CELERY_BEAT_SCHEDULE = {
         "task": "monitoring.tasks.watch_locations",
         "schedule": 5.0,
         "options": {"expires": 5, "queue": "dispatch"},
+    },
+    # Raw checks' daily partitions (PostgreSQL), made days before they are needed.
+    "make-check-partitions": {
+        "task": "monitoring.tasks.make_check_partitions",
+        "schedule": 3600.0,
+        "options": {"expires": 1800},
     },
     "apply-retention": {
         "task": "analytics.tasks.apply_retention",

@@ -26,11 +26,22 @@ def _remake(apps: Any, schema_editor: Any, fields: list[str]) -> None:
     schema_editor._remake_table(model)
 
 
+def _partitioned(schema_editor: Any) -> bool:
+    """Whether the table is partitioned: 0024 was reversed (it leaves the partitioned table,
+    which serves the earlier state too) and is being applied again. Such a table refuses
+    CREATE INDEX CONCURRENTLY: its constraint is replaced in place."""
+    with schema_editor.connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT relkind FROM pg_class WHERE oid = 'monitoring_checkresult'::regclass"
+        )
+        return cursor.fetchone()[0] == "p"
+
+
 def swap(apps: Any, schema_editor: Any) -> None:
     if schema_editor.connection.vendor == "sqlite":
         _remake(apps, schema_editor, ["endpoint", "scheduled_for", "location"])
         return
-    if schema_editor.connection.vendor != "postgresql":
+    if schema_editor.connection.vendor != "postgresql" or _partitioned(schema_editor):
         model = apps.get_model("monitoring", "CheckResult")
         schema_editor.remove_constraint(
             model,

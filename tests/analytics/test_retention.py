@@ -42,7 +42,7 @@ def test_each_kind_of_row_is_kept_for_its_own_time(history):
 
     with time_machine.travel(T0 + 21 * DAY, tick=False):
         deleted = apply_retention()
-    assert deleted == {"checks": 2, "rollups_5m": 1, "rollups_1h": 0}
+    assert deleted == {"checks": 2, "check_days": 0, "rollups_5m": 1, "rollups_1h": 0}
     assert counts() == {"checks": 2, "5m": 1, "1h": 2, "1d": 2}
 
     with time_machine.travel(T0 + 95 * DAY, tick=False):
@@ -57,7 +57,12 @@ def test_each_kind_of_row_is_kept_for_its_own_time(history):
 def test_running_it_again_deletes_nothing_more(history):
     with time_machine.travel(T0 + 21 * DAY, tick=False):
         services.retention_run()
-        assert services.retention_run() == {"checks": 0, "rollups_5m": 0, "rollups_1h": 0}
+        assert services.retention_run() == {
+            "checks": 0,
+            "check_days": 0,
+            "rollups_5m": 0,
+            "rollups_1h": 0,
+        }
 
 
 def test_the_retention_days_come_from_the_settings(history, settings):
@@ -122,3 +127,21 @@ def test_an_old_range_with_uneven_edges_reads_the_days_that_hold_it(api, cast, h
     row = summary_after_retention(api, cast.owner, history, start, start + timedelta(hours=30))
 
     assert (row["checks"], row["avg_ms"]) == (48, 20.0)  # the two whole days, once each
+
+
+def test_raw_checks_go_by_whole_days_before_the_setting(cast, make_endpoint, record, settings):
+    settings.RAW_RETENTION_DAYS = 14
+    with time_machine.travel(T0 - DAY, tick=False):
+        endpoint = make_endpoint(cast.project)
+    first_kept = T0 + 7 * DAY
+    slots = [first_kept - timedelta(seconds=2), first_kept, first_kept + timedelta(hours=5)]
+    for slot in slots:
+        with time_machine.travel(slot + timedelta(seconds=1), tick=False):
+            record(endpoint, [(slot, True, 10.0)])
+
+    # 14 days before: first_kept + 6 h. Its day is kept whole, the one before goes whole.
+    with time_machine.travel(first_kept + 14 * DAY + timedelta(hours=6), tick=False):
+        deleted = services.retention_run()
+
+    assert deleted["checks"] == 1
+    assert sorted(CheckResult.objects.values_list("scheduled_for", flat=True)) == slots[1:]
