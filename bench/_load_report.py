@@ -213,6 +213,7 @@ def _change(after: float, before: float) -> str:
 
 def print_isolation(before: lc.Result, data: lc.Result, loaded: lc.Result) -> None:
     phases = (before, data, loaded)
+    disturbed = max(r.cpu.get("other", 0.0) for r in phases)
     load = before.name.split(":")[0]
     print(
         f"\n== isolation at {load}: the tenants' requests before and after the organization of "
@@ -226,6 +227,8 @@ def print_isolation(before: lc.Result, data: lc.Result, loaded: lc.Result) -> No
         judged = verdict(lo <= b * (1 + GOAL_ISOLATION))
         if noise > GOAL_ISOLATION:
             judged += f" (inconclusive: the halves differ by {noise:.0%})"
+        elif disturbed > DISTURBED:
+            judged += f" (inconclusive: other work used up to {disturbed:.0%} of the machine)"
         row = [name.strip(), _ms(b), f"{_ms(first)} / {_ms(second)}", _ms(d), _change(d, b)]
         rows.append([*row, _ms(lo), _change(lo, b), judged])
     print("-- p95 latency, ms")
