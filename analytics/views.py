@@ -264,7 +264,7 @@ def compare_page(request: HttpRequest) -> HttpResponse:
         "period": period,
         "periods": PERIOD_CHOICES,
         "choices": dashboards.endpoint_choices(user),
-        "selected": {str(endpoint.pk) for endpoint in endpoints},
+        "selected": {endpoint.pk for endpoint in endpoints},
         "chart": chart,
         "chart_phone": chart_phone,
         "too_many": too_many,

@@ -2,6 +2,7 @@
 
 import itertools
 import math
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -133,13 +134,16 @@ def merge(chunk: Sequence[Column]) -> Column:
     return Column(chunk[0].t0, chunk[-1].t1, avg, low, high, p95, count, failures)
 
 
+_time_of = operator.itemgetter("t")
+
+
 def columns_of(
     points: Sequence[SeriesPoint], t0: float, t1: float, max_columns: int
 ) -> list[Column]:
     """The points inside [t0, t1), merged in equal runs when there are over `max_columns`."""
     if max_columns < 1:
         raise ValueError("max_columns must be at least 1")
-    ordered = sorted(points, key=lambda point: point["t"])
+    ordered = sorted(points, key=_time_of)
     columns = []
     for i, start, end in bucket_slots([p["t"] for p in ordered], t0, t1):
         p = ordered[i]

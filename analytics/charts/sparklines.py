@@ -4,11 +4,10 @@ import itertools
 from collections.abc import Sequence
 from datetime import datetime
 
-from django.utils.html import escape
 from django.utils.safestring import SafeString
 
 from analytics.charts.scales import Frame, columns_of, merge
-from analytics.charts.svg import PALETTE, line_path, safe, stroke_attrs, tag, title_tag
+from analytics.charts.svg import PALETTE, escape, line_path, safe, stroke_attrs, tag, title_tag
 from analytics.charts.words import duration, ms
 from analytics.rows import SeriesPoint
 
@@ -35,7 +34,9 @@ def sparkline(
     gaps = [b - a for a, b in itertools.pairwise(stamps) if b > a]
     if start is None:
         known = [p["t"].timestamp() for p in points if p.get("avg_ms") is not None]
-        stamps = [stamp for stamp in stamps if stamp >= min(known)] if known else stamps
+        if known:  # the first figure found once, not once per point
+            first = min(known)
+            stamps = [stamp for stamp in stamps if stamp >= first]
     t0 = start.timestamp() if start else stamps[0]
     t1 = end.timestamp() if end else stamps[-1] + min(gaps, default=FINEST_BUCKET)
     columns = columns_of(points, t0, t1, width) if points and t1 > t0 else []

@@ -1,11 +1,11 @@
 """SVG elements: tags, the chart's frame, axes, legend, lines, band and hover areas."""
 
+import html
 import re
 import uuid
 from collections.abc import Callable, Sequence
 from datetime import datetime
 
-from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
 from analytics.charts.scales import (
@@ -30,16 +30,50 @@ TITLE_GLYPH = 8.2  # and in the title's 13-unit bold (charts.css)
 PREFIX = re.compile(r"[A-Za-z][\w-]*\Z")
 
 
+def escape(value: object) -> str:
+    """What Django's `escape` writes (`&`, `<`, `>`, `"` and `'` as entities), without its
+    lazy-string check and `SafeString` for each of the thousands of values a chart holds."""
+    return html.escape(str(value))
+
+
+# Attribute names as written, and ` name="value"` of the strings charts repeat (classes,
+# colours, opacities): a chart writes them thousands of times, each escaped once here. Long
+# strings (paths) are not kept, nor more than PAIRS_KEPT pairs in all.
+_NAMES: dict[str, str] = {}
+_PAIRS: dict[tuple[str, str], str] = {}
+PAIRS_KEPT = 4096
+KEPT_LENGTH = 64
+
+
+def _name(key: str) -> str:
+    """A keyword as an attribute's name: `cls` is `class`, `_` is `-`."""
+    name = _NAMES.get(key)
+    if name is None:
+        name = _NAMES[key] = "class" if key == "cls" else key.replace("_", "-")
+    return name
+
+
+def _pair(key: str, value: object) -> str:
+    """` name="value"` of a value other than a float, escaped (and kept when it is short)."""
+    pair = f' {_name(key)}="{html.escape(str(value))}"'
+    if type(value) is str and len(value) <= KEPT_LENGTH and len(_PAIRS) < PAIRS_KEPT:
+        _PAIRS[key, value] = pair
+    return pair
+
+
 def tag(name: str, inner: str = "", /, **attrs: object) -> str:
     """One element. `cls` is written `class` and `_` in a name `-`; strings are escaped,
     floats rounded to 0.1; `inner` is markup built here."""
-    text = "".join(
-        f' {"class" if key == "cls" else key.replace("_", "-")}="'
-        + (f"{value:.1f}" if isinstance(value, float) else escape(value))
-        + '"'
-        for key, value in attrs.items()
-    )
-    return f"<{name}{text}>{inner}</{name}>" if inner else f"<{name}{text}/>"
+    parts = [f"<{name}"]
+    for key, value in attrs.items():
+        if isinstance(value, float):
+            parts.append(f' {_NAMES.get(key) or _name(key)}="{value:.1f}"')
+        elif type(value) is str and (key, value) in _PAIRS:
+            parts.append(_PAIRS[key, value])
+        else:
+            parts.append(_pair(key, value))
+    parts.append(f">{inner}</{name}>" if inner else "/>")
+    return "".join(parts)
 
 
 def stroke_attrs(colour: str, width: float, dash: str | None = None) -> dict[str, object]:

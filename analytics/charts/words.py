@@ -2,13 +2,18 @@
 
 import math
 from datetime import UTC, datetime
+from functools import lru_cache
 
 from analytics.charts.scales import DAY, Column
 
 MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 TO = "\u2013"  # en dash, between the ends of a range
+# The texts of a chart repeat from render to render (buckets start on round times, figures
+# recur): each formatter keeps its latest answers rather than build them again per column.
+MEMO = 4096
 
 
+@lru_cache(maxsize=MEMO)
 def ms(value: float) -> str:
     """A time in milliseconds as people read it: 0.25 ms, 120 ms, 1.5 s, 1,234 s."""
     if value < 10:
@@ -18,6 +23,7 @@ def ms(value: float) -> str:
     return f"{value / 1000:.3g} s" if value < 100_000 else f"{value / 1000:,.0f} s"
 
 
+@lru_cache(maxsize=MEMO)
 def duration(seconds: float) -> str:
     """A length in at most two units: 43 s, 5 min 12 s, 24 h, 3 d 4 h (hours up to 48)."""
     whole = round(seconds)
@@ -29,6 +35,7 @@ def duration(seconds: float) -> str:
     return f"{whole} s"
 
 
+@lru_cache(maxsize=MEMO)
 def percent(value: float) -> str:
     """A share rounded down, so that 99.9996% never reads as 100%."""
     return f"{math.floor(value * 1000) / 1000:g}%"
@@ -49,10 +56,12 @@ def day(moment: datetime) -> str:
     return f"{MONTHS[moment.month - 1]} {moment.day}"
 
 
+@lru_cache(maxsize=MEMO)
 def when(stamp: float) -> str:
     return f"{utc(stamp):%Y-%m-%d %H:%M}"
 
 
+@lru_cache(maxsize=MEMO)
 def period(t0: float, t1: float, short: bool) -> str:
     """A column's time span, for its hover detail."""
     start, end = utc(t0), utc(t1)
