@@ -12,6 +12,7 @@ import ipaddress
 import os
 import re
 import tempfile
+import warnings
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -114,6 +115,9 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    # Around the session and the views: opens each request's database routing scope (read
+    # replicas), so that the session's and the views' writes count as the caller's writes.
+    "healthmon.dbrouting.ReplicaReadsMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -412,6 +416,74 @@ STATUS_PAGE_UNLOCK_WINDOW_SECONDS = _int_between(
 # Seconds a Host's custom-domain answer (negative ones too) is cached: a domain added to or
 # removed from a page takes effect within this long.
 STATUS_PAGE_DOMAIN_CACHE_SECONDS = _int_between("STATUS_PAGE_DOMAIN_CACHE_SECONDS", 10, 1, 10)
+
+# --- Read replicas (README, "Read replicas") ------------------------------------------------
+# PostgreSQL streaming replicas serve the reads of the dashboards, analytics and status pages
+# (healthmon.dbrouting); every write, every worker and every other page use the primary.
+# A new replica connection gives up after this long (libpq's least), so that a replica out of
+# reach costs a request seconds at most before its reads go to the primary.
+REPLICA_CONNECT_TIMEOUT_SECONDS = 2
+
+
+def _replica_database(number: int, url: str, primary: dict[str, Any]) -> dict[str, Any]:
+    # The message names the entry, never the URL: it may hold a password (so does
+    # django-environ's warning about an unknown scheme, hence silenced).
+    wrong = ImproperlyConfigured(
+        f"DATABASE_REPLICA_URLS: entry {number} is not a PostgreSQL URL with a database name "
+        "(postgres://user:password@host:5432/name)."
+    )
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            config = environ.Env.db_url_config(url.strip())
+    except ValueError:
+        raise wrong from None
+    if config.get("ENGINE") != primary["ENGINE"] or not config.get("NAME"):
+        raise wrong
+    options = {
+        **primary.get("OPTIONS", {}),
+        "connect_timeout": REPLICA_CONNECT_TIMEOUT_SECONDS,
+        **config.get("OPTIONS", {}),  # what the replica's URL sets wins
+    }
+    # A standby refuses writes anyway; a URL that names a primary (or a promoted standby)
+    # must refuse them too.
+    options["options"] = f"{options.get('options', '')} -c default_transaction_read_only=on"
+    options["options"] = options["options"].strip()
+    # MIRROR: tests make no database of their own on a replica; it shows the primary's.
+    return {**primary, **config, "OPTIONS": options, "TEST": {"MIRROR": "default"}}
+
+
+def replica_databases(urls: list[str], primary: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The aliases `replica1`, `replica2`, ... of these URLs, with the primary's connection
+    settings (CONN_MAX_AGE, health checks, timeouts, TCP keepalives) and read-only sessions."""
+    if urls and primary["ENGINE"] != "django.db.backends.postgresql":
+        raise ImproperlyConfigured(
+            "DATABASE_REPLICA_URLS needs PostgreSQL as the default database (DATABASE_URL): "
+            "SQLite has no replicas."
+        )
+    return {
+        f"replica{number}": _replica_database(number, url, primary)
+        for number, url in enumerate(urls, start=1)
+    }
+
+
+_replicas = replica_databases(env.list("DATABASE_REPLICA_URLS", default=[]), DATABASES["default"])
+DATABASES.update(_replicas)
+DATABASE_REPLICAS = list(_replicas)
+DATABASE_ROUTERS = ["healthmon.dbrouting.ReplicaRouter"]
+# A replica further behind than this is skipped until it catches up; its health is asked at
+# most this often per process. After a write, the caller reads the primary for
+# READ_YOUR_WRITES_SECONDS: a replica in use may be up to the lag plus the check behind.
+DATABASE_REPLICA_MAX_LAG_SECONDS = _int_between("DATABASE_REPLICA_MAX_LAG_SECONDS", 5, 0, 3600)
+DATABASE_REPLICA_CHECK_SECONDS = _int_between("DATABASE_REPLICA_CHECK_SECONDS", 2, 1, 60)
+READ_YOUR_WRITES_SECONDS = _int_between("READ_YOUR_WRITES_SECONDS", 10, 1, 3600)
+if DATABASE_REPLICAS and (
+    READ_YOUR_WRITES_SECONDS < DATABASE_REPLICA_MAX_LAG_SECONDS + DATABASE_REPLICA_CHECK_SECONDS
+):
+    raise ImproperlyConfigured(
+        "READ_YOUR_WRITES_SECONDS must be at least DATABASE_REPLICA_MAX_LAG_SECONDS plus "
+        "DATABASE_REPLICA_CHECK_SECONDS: a replica in use may be that far behind a write."
+    )
 
 # --- Operations: /healthz, /readyz, /metrics -----------------------------------------------
 

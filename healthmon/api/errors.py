@@ -20,6 +20,7 @@ from rest_framework import exceptions, parsers, renderers, status
 from rest_framework.response import Response
 from rest_framework.serializers import as_serializer_error
 
+from healthmon.dbrouting import replica_in_use
 from healthmon.errors import (
     DATABASE_UNAVAILABLE,
     NON_FIELD,
@@ -88,11 +89,13 @@ def _as_drf(exc: Exception) -> Exception:
     return exc
 
 
-def problem_exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
+def problem_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     """Render any exception raised in an API view as problem+json."""
     # Imported here: rest_framework.views loads the renderer and parser settings of this module.
     from rest_framework.views import exception_handler as drf_exception_handler
 
+    if isinstance(exc, DATABASE_UNAVAILABLE) and replica_in_use():
+        return None  # DRF re-raises it: healthmon.dbrouting answers from the primary instead
     if isinstance(exc, RequestDataTooBig):
         exc = PayloadTooLarge()
     if isinstance(exc, DomainError):
