@@ -113,6 +113,23 @@ class Reads:
         self._latency[window, histograms] = found
         return found
 
+    def figures(self, windows: Sequence[Window], percentiles: Window | None = None) -> None:
+        """Read the latency of several windows in one statement (`selectors.rollup_figures`)
+        for `latency` and `checks` to answer; percentiles for the window `percentiles`."""
+        wanted = list(dict.fromkeys([*([percentiles] if percentiles else []), *windows]))
+        wanted = [
+            window
+            for window in wanted
+            if (window, True) not in self._latency
+            and (window == percentiles or (window, False) not in self._latency)
+        ]
+        if not wanted:
+            return
+        index = wanted.index(percentiles) if percentiles in wanted else None
+        found = selectors.rollup_figures(self.items.owners, wanted, self.now, percentiles=index)
+        for position, (window, figures) in enumerate(zip(wanted, found, strict=True)):
+            self._latency[window, position == index] = figures
+
     def checks(self, windows: Sequence[Window]) -> dict[UUID, list[int]]:
         """Checks per item in each window: from latency already read where it was, the
         rest counted together (`selectors.check_counts`)."""
@@ -210,8 +227,10 @@ def summary(
     Without `percentiles` (the overview, which shows averages), p50/p95/p99 are null and the
     rows read are an eighth of the size."""
     reads = reads or Reads(items, now)
-    figures = reads.latency(window, percentiles)
     end = min(window.end, now)
+    # The window's figures and the uptime periods' check counts in one statement.
+    reads.figures([window, *_uptime_windows(end)], window if percentiles else None)
+    figures = reads.latency(window, percentiles)
     covered = reads.coverage(Window(end - PERIODS["30d"], end))
     counts = reads.checks(_uptime_windows(end))
     rows: list[SummaryRow] = []
@@ -225,15 +244,18 @@ def summary(
     return rows
 
 
-def uptime(items: Items, end: datetime, now: datetime) -> list[UptimeRow]:
+def uptime(
+    items: Items, end: datetime, now: datetime, reads: Reads | None = None
+) -> list[UptimeRow]:
     """Per item: time-weighted uptime and check success rate over 24 h, 7 d and 30 d,
-    with the checks in each."""
+    with the checks in each: the SLA route's reads (coverage, then one rollup statement
+    for the three periods, index-only on PostgreSQL)."""
     end = min(end, now)
-    covered = selectors.coverage(items.endpoints, Window(end - PERIODS["30d"], end), now)
-    rates = [
-        selectors.latency(items.owners, within, now, histograms=False)
-        for within in _uptime_windows(end)
-    ]
+    reads = reads or Reads(items, now)
+    windows = _uptime_windows(end)
+    reads.figures(windows)
+    rates = [reads.latency(within, histograms=False) for within in windows]
+    covered = reads.coverage(Window(end - PERIODS["30d"], end))
     rows: list[UptimeRow] = []
     for key, identity, endpoints in items.rows():
         day, week, month = (found.get(key, Latency()).figures() for found in rates)
