@@ -81,7 +81,7 @@ INGEST_KINDS = (
 
 def ingest_kind(sql: str) -> str:
     """Which part of ingest a statement belongs to (the lock's mark ends its statement)."""
-    head = sql[:200] + sql[-40:]
+    head = sql[:300] + sql[-40:]
     return next((kind for mark, kind in INGEST_KINDS if mark in head), "other")
 
 
@@ -328,7 +328,7 @@ def measure_retention(url: str, world: World, progress: Progress) -> list[list[s
 
 def print_ingest(runs: Sequence[dict]) -> None:
     """Results/s of each ingest run, and where its time went (share of the wall time)."""
-    kinds = [kind for _, kind in INGEST_KINDS] + ["other"]
+    kinds = list(dict.fromkeys(kind for _, kind in INGEST_KINDS)) + ["other"]
     rows = []
     for run in runs:
         batches = [b for r in run["runs"] for b in r["batches"]]
