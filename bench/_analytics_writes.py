@@ -328,7 +328,7 @@ def measure_retention(url: str, world: World, progress: Progress) -> list[list[s
 
 def print_ingest(runs: Sequence[dict]) -> None:
     """Results/s of each ingest run, and where its time went (share of the wall time)."""
-    kinds = list(dict.fromkeys(kind for _, kind in INGEST_KINDS)) + ["other"]
+    kinds = [*dict.fromkeys(kind for _, kind in INGEST_KINDS), "other"]
     rows = []
     for run in runs:
         batches = [b for r in run["runs"] for b in r["batches"]]
