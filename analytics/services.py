@@ -1,5 +1,6 @@
 """Rollup writes: adding ingested checks, rebuilding from raw checks, and retention."""
 
+import functools
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
@@ -13,6 +14,7 @@ from analytics import histogram
 from analytics.latency import Latency
 from analytics.models import TIERS, DayRollup, FiveMinuteRollup, HourRollup, Rollup
 from analytics.windows import ceil, floor
+from monitoring.bulk import bound_cursor
 from monitoring.locations import LocationResult, judge, quorum_of
 from monitoring.models import CheckResult, Endpoint, time_ordered_uuid_floor
 from monitoring.partitions import day_start, partitioned, partitions_drop
@@ -122,10 +124,70 @@ def rollups_add(*, checks: Sequence[CountedCheck]) -> None:
     Run inside the transaction that stores the checks, which holds their endpoints' row
     locks: rows of one endpoint are never upserted by two transactions at once.
     """
+    if not checks:
+        return
+    if connection.vendor == "postgresql":
+        _add_on_postgresql(checks)
+        return
     facts = [(c.endpoint_id, c.checked_at, c.ok, c.response_time_ms) for c in checks]
-    if facts:
-        for tier in TIERS:
-            _write(tier, _sums_by_bucket(tier, facts), replace=False)
+    for tier in TIERS:
+        _write(tier, _sums_by_bucket(tier, facts), replace=False)
+
+
+def _add_on_postgresql(checks: Sequence[CountedCheck]) -> None:
+    """One statement: the checks go as five arrays, each tier sums them by bucket and
+    merges the sums into its rows (one `INSERT ... ON CONFLICT` per tier, histograms
+    added bucket by bucket, never recomputed from raw checks).
+
+    Python only finds each check's second and histogram bucket; summing 200 checks into
+    three tiers of `Latency` rows in Python, then sending 45 arrays a tier, cost more.
+    """
+    endpoint_ids, stamps, oks, times, buckets = [], [], [], [], []
+    for c in checks:
+        ms = c.response_time_ms if c.ok else None  # a failure's time is no response time
+        ms = None if ms is None else float(ms)  # one array type, an int given or not
+        endpoint_ids.append(c.endpoint_id)
+        stamps.append(int(c.checked_at.timestamp() // 1))  # as `windows.floor` counts
+        oks.append(c.ok)
+        times.append(ms)
+        buckets.append(None if ms is None else histogram.bucket_of(ms))
+    with bound_cursor() as cursor:
+        cursor.execute(_add_sql(), [endpoint_ids, stamps, oks, times, buckets])
+
+
+@functools.cache
+def _add_sql() -> str:
+    """The statement of `_add_on_postgresql` (names from the models only)."""
+    facts = (
+        "SELECT * FROM unnest(%b::uuid[], %b::int8[], %b::bool[], %b::float8[], %b::int4[])"
+        " AS f(endpoint_id, stamp, ok, ms, h)"
+    )
+    parts = [_tier_upsert(tier) for tier in TIERS]
+    ctes = ", ".join(f"t{n} AS ({sql} RETURNING 1)" for n, sql in enumerate(parts[:-1]))
+    return f"WITH facts AS ({facts}), {ctes} {parts[-1]}"
+
+
+def _tier_upsert(tier: type[Rollup]) -> str:
+    """INSERT ... SELECT of one tier's sums of the facts, merged into its rows."""
+    table = connection.ops.quote_name(tier._meta.db_table)
+    width = int(tier.width.total_seconds())
+    hist = ", ".join(f"count(*) FILTER (WHERE h = {n})" for n in range(histogram.SIZE))
+    sums = (
+        f"endpoint_id, to_timestamp(stamp - stamp %% {width}), count(*), "
+        "count(*) FILTER (WHERE NOT ok), count(ms), COALESCE(sum(ms), 0), min(ms), max(ms), " + hist
+    )
+    additive = ("count", "failures", "timed", "sum_ms", *histogram.FIELDS)
+    updates = [f"{name} = r.{name} + EXCLUDED.{name}" for name in additive]
+    updates += [
+        f"{name} = COALESCE({pick}(r.{name}, EXCLUDED.{name}), r.{name}, EXCLUDED.{name})"
+        for name, pick in (("min_ms", "LEAST"), ("max_ms", "GREATEST"))
+    ]
+    columns = ", ".join((*_COLUMNS, *histogram.FIELDS))
+    return (
+        f"INSERT INTO {table} AS r ({columns}) SELECT {sums} FROM facts "  # noqa: S608
+        f"GROUP BY 1, 2 ORDER BY 1, 2 "
+        f"ON CONFLICT (endpoint_id, bucket) DO UPDATE SET {', '.join(updates)}"
+    )
 
 
 @transaction.atomic

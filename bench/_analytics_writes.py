@@ -17,7 +17,15 @@ from typing import Any
 
 from _analytics_data import Progress, connect, in_parallel
 from _analytics_world import DbClock, World
-from _support import BIN, percentile, print_table, set_gc, setup_django
+from _support import (
+    BIN,
+    cpu_seconds,
+    database_backend_pid,
+    percentile,
+    print_table,
+    set_gc,
+    setup_django,
+)
 
 GOAL_INGEST = 20_000
 BATCH = 200
@@ -63,7 +71,9 @@ def ingest_endpoints(processes: int, per_process: int) -> list[list[list[str]]]:
 
 INGEST_KINDS = (
     ("FOR UPDATE", "endpoint lock"),
+    ("FOR NO KEY UPDATE", "endpoint lock"),
     ('INSERT INTO "monitoring_checkresult"', "checks insert"),
+    ('COPY "monitoring_checkresult"', "checks insert"),
     ('FROM "monitoring_checkresult"', "slot check"),
     ("analytics_rollup", "rollups"),
     ('UPDATE "monitoring_endpoint"', "endpoint update"),
@@ -71,9 +81,22 @@ INGEST_KINDS = (
 
 
 def ingest_kind(sql: str) -> str:
-    """Which part of ingest a statement belongs to."""
-    head = sql[:200]
+    """Which part of ingest a statement belongs to (the lock's mark ends its statement)."""
+    head = sql[:300] + sql[-40:]
     return next((kind for mark, kind in INGEST_KINDS if mark in head), "other")
+
+
+def clock_copies(clock: DbClock) -> None:
+    """Count the raw rows' COPY in the clock too: it runs on psycopg's cursor directly,
+    which Django's execute wrappers do not see."""
+    from monitoring import checks
+
+    copy = checks.checks_copy
+
+    def timed_copy(**kwargs: Any) -> None:
+        clock(lambda *_: copy(**kwargs), 'COPY "monitoring_checkresult"', None, False, None)
+
+    checks.checks_copy = timed_copy
 
 
 def ingester(path: str) -> int:
@@ -124,6 +147,9 @@ def ingester(path: str) -> int:
     print("ready", flush=True)
     sys.stdin.readline()
     batches, clock = [], DbClock(ingest_kind)
+    clock_copies(clock)
+    backend = database_backend_pid()
+    server0, cpu0 = cpu_seconds(backend), time.process_time()
     began = time.perf_counter()
     with connection.execute_wrapper(clock):
         for r in range(1, params["rounds"] + 1):
@@ -135,7 +161,10 @@ def ingester(path: str) -> int:
                 if stored != len(made):
                     raise RuntimeError(f"stored {stored} of {len(made)}")
     wall = time.perf_counter() - began
+    cpu, server = time.process_time() - cpu0, cpu_seconds(backend) - server0
     result = {
+        "cpu": cpu,
+        "server_cpu": server,
         "results": len(batches) * BATCH,
         "wall": wall,
         "batches": batches,
@@ -333,13 +362,16 @@ def measure_retention(url: str, world: World, progress: Progress) -> list[list[s
 
 def print_ingest(runs: Sequence[dict]) -> None:
     """Results/s of each ingest run, and where its time went (share of the wall time)."""
-    kinds = [kind for _, kind in INGEST_KINDS] + ["other"]
+    kinds = [*dict.fromkeys(kind for _, kind in INGEST_KINDS), "other"]
     rows = []
     for run in runs:
         batches = [b for r in run["runs"] for b in r["batches"]]
         wall = sum(r["wall"] for r in run["runs"])
         spent = {kind: sum(r["by_kind"].get(kind, 0.0) for r in run["runs"]) for kind in kinds}
         python = wall - sum(r["db"] for r in run["runs"])
+        results = run["results"]
+        client = sum(r["cpu"] for r in run["runs"]) / results * 1e6
+        server = sum(r["server_cpu"] for r in run["runs"]) / results * 1e6
         rows.append(
             [
                 run["label"],
@@ -350,10 +382,15 @@ def print_ingest(runs: Sequence[dict]) -> None:
                 f"{sum(r['rollups'] for r in run['runs']) / wall:.0%}",
                 " / ".join(f"{spent[kind] / wall:.0%}" for kind in kinds),
                 f"{python / wall:.0%}",
+                f"{client:.0f} / {server:.0f}",
+                f"{2e6 / (client + server):,.0f}",
                 "meets" if run["rate"] >= GOAL_INGEST else "MISSES",
             ]
         )
     print()
     headers = ["ingest (batches of 200)", "results", "wall s", "results/s", "batch p50 / p95 ms"]
     headers += ["in rollups_add", "db: " + " / ".join(kinds), "python"]
+    # CPU per result, of the ingest processes and of their PostgreSQL backends: what the
+    # rate would be with both cores free for it, whatever else the machine ran meanwhile.
+    headers += ["CPU µs/result: client / server", "2 cores' worth/s"]
     print_table([*headers, f"goal >= {GOAL_INGEST:,}/s"], rows)

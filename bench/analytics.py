@@ -104,6 +104,11 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--ingest-results", type=int, default=100_000, help="per ingest run")
     parser.add_argument("--skip-ingest", action="store_true")
     parser.add_argument("--skip-retention", action="store_true")
+    parser.add_argument(
+        "--only",
+        choices=["ingest"],
+        help="measure only this part (the data is still built, at --scale)",
+    )
     parser.add_argument("--explain", action="store_true", help="print EXPLAIN ANALYZE plans")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--keep", action="store_true", help="keep the database at the end")
@@ -528,6 +533,42 @@ def settle_rollups() -> None:
         cursor.execute("VACUUM analytics_rollup_5m, analytics_rollup_1h, analytics_rollup_1d")
 
 
+def read_metrics(world: World, args: argparse.Namespace, progress: Progress) -> None:
+    """Measure and print the read metrics and the API (everything but the writes)."""
+    compared = verify_rollups(world)
+    progress.say(f"SQL-built rollups equal rollups_rebuild's ({compared:,} rows compared)")
+    settle_rollups()
+    progress.say("rollup tables vacuumed (the check above rewrote rows of the raw day)")
+    rng = random.Random(args.seed)
+    metrics = endpoint_metrics(world, args, rng)
+    metrics += project_metrics(world, args, rng)
+    progress.say("endpoint and project metrics measured")
+    metrics.append(
+        org_metric(world, args, world.tenants, args.org_reps, "org", "org 30-day summary")
+    )
+    progress.say("tenant metric measured")
+    api = {"tenant": measure_api(world, world.tenants[0], args.api_reps, rng)}
+    tenants = {p.pk: p.organization_id for p in world.projects}
+    move_projects(world.projects, lambda project: world.all_org.pk)
+    try:
+        metrics.append(
+            org_metric(
+                world,
+                args,
+                [world.all_org],
+                args.all_reps,
+                "org_all",
+                "org 30-day summary, all in one org",
+            )
+        )
+        api["all"] = measure_api(world, world.all_org, args.api_reps, rng)
+    finally:
+        move_projects(world.projects, lambda project: tenants[project.pk])
+    progress.say("all-in-one metric and API measured")
+    print_metrics(metrics)
+    print_api(world, api)
+
+
 def benchmark(args: argparse.Namespace) -> None:
     """Build or reuse the data, then measure and print."""
     began = time.perf_counter()
@@ -556,38 +597,8 @@ def benchmark(args: argparse.Namespace) -> None:
         print()
         print_table(["table", "rows", "size with indexes", "of which indexes"], table_sizes())
         print()
-        compared = verify_rollups(world)
-        progress.say(f"SQL-built rollups equal rollups_rebuild's ({compared:,} rows compared)")
-        settle_rollups()
-        progress.say("rollup tables vacuumed (the check above rewrote rows of the raw day)")
-        rng = random.Random(args.seed)
-        metrics = endpoint_metrics(world, args, rng)
-        metrics += project_metrics(world, args, rng)
-        progress.say("endpoint and project metrics measured")
-        metrics.append(
-            org_metric(world, args, world.tenants, args.org_reps, "org", "org 30-day summary")
-        )
-        progress.say("tenant metric measured")
-        api = {"tenant": measure_api(world, world.tenants[0], args.api_reps, rng)}
-        tenants = {p.pk: p.organization_id for p in world.projects}
-        move_projects(world.projects, lambda project: world.all_org.pk)
-        try:
-            metrics.append(
-                org_metric(
-                    world,
-                    args,
-                    [world.all_org],
-                    args.all_reps,
-                    "org_all",
-                    "org 30-day summary, all in one org",
-                )
-            )
-            api["all"] = measure_api(world, world.all_org, args.api_reps, rng)
-        finally:
-            move_projects(world.projects, lambda project: tenants[project.pk])
-        progress.say("all-in-one metric and API measured")
-        print_metrics(metrics)
-        print_api(world, api)
+        if args.only != "ingest":
+            read_metrics(world, args, progress)
         ingest = []
         if not args.skip_ingest:
             for processes in (1, 2):
@@ -602,7 +613,7 @@ def benchmark(args: argparse.Namespace) -> None:
                 ingest.append(measure_ingest(args, world, 1, groups))
                 progress.say("ingest into endpoints with history measured")
             print_ingest(ingest)
-        if not args.skip_retention:
+        if not args.skip_retention and args.only is None:
             retention = measure_retention(url, world, progress)
             print()
             print_table(["retention", "time", "rows"], retention)
