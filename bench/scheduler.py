@@ -69,7 +69,7 @@ from _support import (
 )
 
 GOAL_LAG_MS = 50
-GOAL_CPU_SHARE = 0.5
+GOAL_CPU_CORES = 0.5  # dispatcher and its PostgreSQL process together (issue 26)
 INTERVAL = 30
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -115,22 +115,57 @@ def micros(moment: datetime) -> int:
 
 def create_endpoints(count: int, first_slot: datetime, urls: list[str]) -> dict[str, int]:
     """`count` endpoints whose first slots are spread evenly over one interval; returns
-    each one's first slot. Targets: `urls` in turn, or names that are never probed."""
+    each one's first slot. Targets: `urls` in turn, or one name that is never probed."""
     from accounts.services import organization_create
     from monitoring.models import Endpoint
 
     _, project = organization_create(name="Bench")
     step = timedelta(seconds=INTERVAL) / count
-    endpoints = []
-    for i in range(count):
-        target = urls[i % len(urls)] if urls else f"https://service{i}.example.com/health"
-        endpoints.append(
-            http_endpoint(
-                project, f"Service {i}", target, INTERVAL, next_check_at=first_slot + step * i
-            )
+    if not urls:
+        return copy_endpoints(project, count, first_slot, step)
+    endpoints = [
+        http_endpoint(
+            project,
+            f"Service {i}",
+            urls[i % len(urls)],
+            INTERVAL,
+            next_check_at=first_slot + step * i,
         )
+        for i in range(count)
+    ]
     Endpoint.objects.bulk_create(endpoints, batch_size=1000)
     return {str(e.pk): micros(e.next_check_at) for e in endpoints}
+
+
+def copy_endpoints(project: object, count: int, first_slot: datetime, step: timedelta) -> dict:
+    """Copies of one endpoint made by the ORM, written by one INSERT ... SELECT (the ORM
+    took over 3 minutes for 100,000, encrypting each target); their first slots."""
+    from django.db import connection
+
+    from monitoring.models import Endpoint
+
+    template = http_endpoint(project, "Service", "https://service.example.com/health", INTERVAL)
+    template.save()
+    columns = [str(field.column) for field in Endpoint._meta.concrete_fields]
+    made = {
+        "id": "gen_random_uuid()",
+        "name": "'Service ' || g",
+        "badge_key": "md5(random()::text || g)",
+        "next_check_at": "%(first)s + g * %(step)s",
+    }
+    values = ", ".join(made.get(column, f"t.{column}") for column in columns)
+    sql = (
+        f"INSERT INTO monitoring_endpoint ({', '.join(columns)})"
+        f" SELECT {values} FROM monitoring_endpoint t, generate_series(0, %(count)s - 1) g"
+        " WHERE t.id = %(template)s RETURNING id, next_check_at"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(
+            sql, {"first": first_slot, "step": step, "count": count, "template": template.pk}
+        )
+        slots = {str(pk): micros(slot) for pk, slot in cursor.fetchall()}
+    template.delete()
+    return slots
 
 
 def run_dispatcher(
@@ -330,6 +365,12 @@ def analyse(
             ["end to end: worker CPU s (2 prefork processes)", f"{end_to_end['cpu']:.2f}"],
         ]
     print_table(["figure", "value"], figures)
+    slowest = sorted(runs["main"]["ticks"], key=lambda tick: -tick[1])[:5]
+    first_tick = min(now for now, _, _ in runs["main"]["ticks"])
+    print("slowest ticks (s into the run: ms, claimed): ", end="")
+    print(
+        ", ".join(f"{(now - first_tick) / 1e6:.0f}: {s * 1000:.0f}, {n}" for now, s, n in slowest)
+    )
     main = runs["main"]
     share = (main["cpu"] + main["db_cpu"]) / (main["wall"] * CPUS)
     p99 = percentile(late, 99)
@@ -338,7 +379,11 @@ def analyse(
         (f"p99 lateness at hand-over {p99:.0f} ms", p99 <= GOAL_LAG_MS, f"<= {GOAL_LAG_MS} ms"),
         (f"missed {missed}", missed == 0, "none missed"),
         (f"duplicates {duplicates}", duplicates == 0, "no slot claimed twice"),
-        (f"CPU {share:.1%} of {CPUS} cores", share < GOAL_CPU_SHARE, "under half"),
+        (
+            f"CPU {share:.1%} of {CPUS} cores ({share * CPUS:.2f} of a core)",
+            share * CPUS < GOAL_CPU_CORES,
+            f"under {GOAL_CPU_CORES:g} of a core",
+        ),
     ]
     if end_to_end is not None:
         starts = [(c - s).total_seconds() * 1000 for s, c, _ in end_to_end["results"]]
@@ -385,17 +430,32 @@ def dispatch_run(args: argparse.Namespace, start: float) -> dict[str, dict]:
 
 
 def move_first_slots(first_slots: dict[str, int]) -> tuple[float, dict[str, int]]:
-    """Start the run on a whole second just ahead: move every first slot there."""
+    """Start the run on a whole second just ahead: move every first slot there.
+
+    The UPDATE leaves a dead version of every row, its old slot at the head of the due
+    index: a state no running installation is in (its dispatcher's own dead rows are
+    vacuumed as they come), so the table is vacuumed before the run. When that took past
+    the start (a loaded machine), the slots move again, further ahead.
+    """
+    from django.db import connection
     from django.db.models import F
 
     from monitoring.models import Endpoint
 
-    start = float(int(time.time()) + 2)
-    shift = timedelta(seconds=start)
-    Endpoint.objects.filter(pk__in=list(first_slots)).update(
-        next_check_at=F("next_check_at") + shift
-    )
-    return start, {pk: slot + micros(EPOCH + shift) for pk, slot in first_slots.items()}
+    moved, margin = timedelta(0), 2.0
+    while True:
+        began = time.time()
+        start = float(int(began + margin) + 1)
+        shift = timedelta(seconds=start) - moved
+        Endpoint.objects.filter(pk__in=list(first_slots)).update(
+            next_check_at=F("next_check_at") + shift
+        )
+        moved += shift
+        with connection.cursor() as cursor:
+            cursor.execute("VACUUM ANALYZE monitoring_endpoint")
+        if time.time() < start - 0.5:
+            return start, {pk: slot + micros(EPOCH + moved) for pk, slot in first_slots.items()}
+        margin = 2 * (time.time() - began) + 2
 
 
 def benchmark(args: argparse.Namespace) -> None:
