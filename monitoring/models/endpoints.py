@@ -198,9 +198,12 @@ class Endpoint(models.Model):
     class Meta:
         ordering = ["created_at", "id"]
         indexes = [
-            # The scheduler's query: enabled endpoints by due time.
+            # The dispatcher's claim: probed endpoints by due time. Heartbeats (never probed)
+            # stay out, so the claim's range scan meets only rows it may take.
             models.Index(
-                fields=["next_check_at"], name="endpoint_due_idx", condition=Q(enabled=True)
+                fields=["next_check_at"],
+                name="endpoint_probe_due_idx",
+                condition=Q(enabled=True) & ~Q(type="heartbeat"),
             ),
             models.Index(fields=["project", "created_at"], name="endpoint_project_idx"),
             # The deadline loop's queries: heartbeats by their next deadline.
