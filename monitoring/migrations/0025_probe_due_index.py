@@ -37,7 +37,7 @@ class RemoveIndexConcurrentlyOnPostgres(RemoveIndexConcurrently):
 class Migration(migrations.Migration):
     atomic = False  # CREATE and DROP INDEX CONCURRENTLY cannot run in a transaction
 
-    dependencies = [("monitoring", "0023_check_location_unique")]
+    dependencies = [("monitoring", "0024_checkresult_partitioned")]
 
     operations = [
         AddIndexConcurrently(
