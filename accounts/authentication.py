@@ -9,7 +9,6 @@ from typing import Any, Generic, TypeVar
 from django.db import connections, router
 from django.db.models import Model
 from django.db.models.base import ModelState
-
 from rest_framework import exceptions
 from rest_framework.request import Request
 from rest_framework_simplejwt import authentication
@@ -60,6 +59,10 @@ class Snapshots(Generic[K, M]):
             self._entries.clear()
         self._entries[key] = (self._copy_of(row), state, time.time())
 
+    def holds(self, key: K) -> bool:
+        """Whether a snapshot is kept under `key` (to be checked against its state)."""
+        return key in self._entries
+
     def amend(self, key: K, change: Callable[[M], None]) -> None:
         """Apply `change` to the snapshot too (what a request noted on its copy)."""
         entry = self._entries.get(key)
@@ -99,6 +102,18 @@ def copy_user(user: User) -> User:
     return duplicate
 
 
+def uuid_hex(value: object) -> str | None:
+    """A UUID as PostgreSQL (a UUID) or SQLite (32 hex digits) returns it, made comparable."""
+    return None if value is None else uuid.UUID(str(value)).hex
+
+
+def user_state(
+    is_active: object, role: object, organization_id: object, version: object
+) -> tuple[Any, ...]:
+    """What decides a user's access, comparable whether read raw or through the ORM."""
+    return (bool(is_active), role, uuid_hex(organization_id), version)
+
+
 def _user_state_sql() -> str:
     table = User._meta.db_table
     return (
@@ -112,18 +127,23 @@ users: Snapshots[uuid.UUID, User] = Snapshots(copy_user)
 
 
 def user_for_token(user_id: uuid.UUID) -> User | None:
-    """The user with its organization, from this process's snapshot while the user's
-    active flag, role, organization and token version are as they were."""
-    state = read_state(User, USER_STATE_SQL, user_id)
-    if state is None:
-        return None
-    user = users.get(user_id, state)
-    if user is None:
-        user = User.objects.select_related("organization").filter(pk=user_id).first()
-        if user is None:
+    """The user with its organization: this process's snapshot while the user's active
+    flag, role, organization and token version read now are as they were, else the rows."""
+    if users.holds(user_id):
+        row = read_state(User, USER_STATE_SQL, user_id)
+        if row is None:
             return None
-        users.put(user_id, user, state)
-    return user
+        user = users.get(user_id, user_state(*row))
+        if user is not None:
+            return user
+    # The snapshot's state is taken from the very rows it keeps: no gap between them.
+    loaded = User.objects.select_related("organization").filter(pk=user_id).first()
+    if loaded is not None:
+        state = user_state(
+            loaded.is_active, loaded.role, loaded.organization_id, loaded.token_version
+        )
+        users.put(user_id, loaded, state)
+    return loaded
 
 
 class JWTAuthentication(authentication.JWTAuthentication):

@@ -2,13 +2,22 @@
 
 import hmac
 from datetime import datetime
+from typing import Any
 
 from django.utils import timezone
 from rest_framework import authentication, exceptions
 from rest_framework.request import Request
 
 from accounts.audit import authentication_failed
-from accounts.authentication import INVALID_CREDENTIAL, Snapshots, copy_row, copy_user, read_state
+from accounts.authentication import (
+    INVALID_CREDENTIAL,
+    Snapshots,
+    copy_row,
+    copy_user,
+    read_state,
+    user_state,
+    uuid_hex,
+)
 from accounts.models import User
 from apikeys import keys
 from apikeys.models import ApiKey
@@ -25,9 +34,10 @@ def copy_key(api_key: ApiKey) -> ApiKey:
 
 def _key_state_sql() -> str:
     key_table, user_table = ApiKey._meta.db_table, User._meta.db_table
-    # Everything that decides whether the key works, and as whom (scopes never change).
+    # Everything that decides whether the key works, and as whom (its scopes and expiry
+    # never change once it is issued).
     return (
-        "SELECT k.id, k.revoked_at, k.expires_at, k.organization_id, k.created_by_id, "  # noqa: S608
+        "SELECT k.id, k.revoked_at IS NULL, k.organization_id, k.created_by_id, "  # noqa: S608
         "u.is_active, u.role, u.organization_id, u.token_version "
         f'FROM "{key_table}" k LEFT JOIN "{user_table}" u ON u.id = k.created_by_id '
         "WHERE k.lookup_id = %s"
@@ -35,6 +45,26 @@ def _key_state_sql() -> str:
 
 
 KEY_STATE_SQL = _key_state_sql()
+
+
+def key_state(row: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The key's state as `KEY_STATE_SQL` reads it, comparable with `key_state_of`'s."""
+    key_id, active, organization_id, creator_id, *creator = row
+    ids = (uuid_hex(key_id), bool(active), uuid_hex(organization_id), uuid_hex(creator_id))
+    return ids + (user_state(*creator) if creator[0] is not None else ())
+
+
+def key_state_of(api_key: ApiKey) -> tuple[Any, ...]:
+    """The same state, from a key loaded with its creator."""
+    creator = api_key.created_by
+    row = (api_key.pk, api_key.revoked_at is None, api_key.organization_id, api_key.created_by_id)
+    if creator is None:
+        return key_state((*row, None, None, None, None))
+    return key_state(
+        (*row, creator.is_active, creator.role, creator.organization_id, creator.token_version)
+    )
+
+
 # By the digest of the presented key: only a key that matched its stored digest gets in.
 api_keys: Snapshots[str, ApiKey] = Snapshots(copy_key)
 
@@ -87,19 +117,21 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
 
     def _known_key(self, parsed: keys.ParsedKey) -> ApiKey | None:
         """The key with its creator: this process's snapshot while the key's and the
-        creator's state read now is what it was, else from the database."""
-        state = read_state(ApiKey, KEY_STATE_SQL, parsed.lookup_id)
-        if state is None:
-            return None
-        api_key = api_keys.get(parsed.digest, state)
-        if api_key is None:
-            # Read after the state: a change in between shows as a new state next time.
-            found = ApiKey.objects.select_related("created_by__organization").filter(
-                lookup_id=parsed.lookup_id
-            )
-            api_key = next(iter(found.order_by()[:1]), None)  # unique: no sort
-            if api_key is not None and hmac.compare_digest(api_key.digest, parsed.digest):
-                api_keys.put(parsed.digest, api_key, state)
+        creator's state read now is what it was, else the rows."""
+        if api_keys.holds(parsed.digest):
+            row = read_state(ApiKey, KEY_STATE_SQL, parsed.lookup_id)
+            if row is None:
+                return None
+            api_key = api_keys.get(parsed.digest, key_state(row))
+            if api_key is not None:
+                return api_key
+        found = ApiKey.objects.select_related("created_by__organization").filter(
+            lookup_id=parsed.lookup_id
+        )
+        api_key = next(iter(found.order_by()[:1]), None)  # the lookup id is unique: no sort
+        if api_key is not None and hmac.compare_digest(api_key.digest, parsed.digest):
+            # The snapshot's state is taken from the very rows it keeps: no gap between them.
+            api_keys.put(parsed.digest, api_key, key_state_of(api_key))
         return api_key
 
     def authenticate_header(self, request: Request) -> str:

@@ -43,9 +43,9 @@ from monitoring.api.incident_serializers import (
 )
 from monitoring.api.schema import ENDPOINT, ENDPOINT_EXAMPLES, ENDPOINTS
 from monitoring.api.serializers import (
+    ROW_FIELDS,
     CheckNowSerializer,
     CheckResultSerializer,
-    ROW_FIELDS,
     EndpointSerializer,
     LocationSerializer,
     PingSerializer,

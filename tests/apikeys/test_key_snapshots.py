@@ -56,9 +56,7 @@ def test_a_wrong_key_with_the_same_lookup_id_is_refused_while_the_right_one_is_w
     assert api.with_key(key).get(ENDPOINTS).status_code == 200
 
 
-def test_warm_keys_of_two_organizations_each_see_only_their_own(
-    api, cast, make_key, make_endpoint
-):
+def test_warm_keys_of_two_organizations_each_see_only_their_own(api, cast, make_key, make_endpoint):
     ours = make_endpoint(cast.project, name="ours")
     theirs = make_endpoint(cast.other_project, name="theirs")
     our_key = make_key(cast.owner, "endpoint:read")
@@ -110,9 +108,11 @@ def test_a_warm_key_reads_its_state_in_one_query_and_its_rows_again_after_the_li
 
     with CaptureQueriesContext(connection) as warm_queries:
         assert api.get(ENDPOINTS).status_code == 200
-    with time_machine.travel(timedelta(seconds=SNAPSHOT_SECONDS + 1)):
-        with CaptureQueriesContext(connection) as stale_queries:
-            assert api.get(ENDPOINTS).status_code == 200
+    with (
+        time_machine.travel(timedelta(seconds=SNAPSHOT_SECONDS + 1)),
+        CaptureQueriesContext(connection) as stale_queries,
+    ):
+        assert api.get(ENDPOINTS).status_code == 200
 
     key_reads = [q["sql"] for q in warm_queries if "apikeys_apikey" in q["sql"]]
     assert len(key_reads) == 1  # the state; the rows come from the snapshot
@@ -120,9 +120,7 @@ def test_a_warm_key_reads_its_state_in_one_query_and_its_rows_again_after_the_li
     assert len(reloaded) == 1
 
 
-def test_a_jwt_user_snapshot_follows_the_token_version_and_the_role(
-    api, cast, make_endpoint
-):
+def test_a_jwt_user_snapshot_follows_the_token_version_and_the_role(api, cast, make_endpoint):
     make_endpoint(cast.project)
     api.as_user(cast.owner)
     assert api.get(ENDPOINTS).json()["count"] == 1
@@ -141,7 +139,8 @@ def test_a_snapshot_hands_out_copies_that_a_request_may_change(cast):
     kept.put("owner", user, ("state",))
 
     first = kept.get("owner", ("state",))
-    assert first is not None and first is not user
+    assert first is not None
+    assert first is not user
     first.role = Role.MEMBER
     first.organization.name = "Changed"
     second = kept.get("owner", ("state",))
