@@ -74,14 +74,15 @@ class Snapshots(Generic[K, M]):
         self._entries.clear()
 
 
-def read_state(model: type[Model], sql: str, value: object) -> tuple[Any, ...] | None:
+def read_state(model: type[Model], sql: str, value: str | uuid.UUID) -> tuple[Any, ...] | None:
     """One row of a fixed statement about `model` with one parameter (a str, or a UUID
     given as the database stores it)."""
     connection = connections[router.db_for_read(model)]
+    param: Any = value
     if isinstance(value, uuid.UUID):
-        value = model._meta.pk.get_db_prep_value(value, connection)  # type: ignore[union-attr]
+        param = model._meta.pk.get_db_prep_value(value, connection)
     with connection.cursor() as cursor:
-        cursor.execute(sql, [value])
+        cursor.execute(sql, [param])
         row = cursor.fetchone()
     return tuple(row) if row is not None else None
 

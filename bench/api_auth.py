@@ -59,7 +59,8 @@ org, project = organization_create(name="Bench")
 user = User.objects.create_user(
     "bench@example.com", "bench-password-0001", organization=org, role="owner"
 )
-_, key = api_key_create(creator=user, name="bench", scopes=["endpoint:read", "incident:read"], expires_at=None)
+scopes = ["endpoint:read", "incident:read"]
+_, key = api_key_create(creator=user, name="bench", scopes=scopes, expires_at=None)
 for i in range({count}):
     endpoint_create(
         project=project, name=f"Service {{i}}", type="http",

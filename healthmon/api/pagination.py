@@ -56,7 +56,7 @@ class PageNumberPagination(pagination.PageNumberPagination):
         if len(rows) > size:
             rows = rows[:size]
         elif rows or number == 1:
-            paginator.count = offset + len(rows)  # type: ignore[misc]  # a cached_property
+            paginator.count = offset + len(rows)  # a cached_property: set, it is not counted
         else:
             raise NotFound(
                 self.invalid_page_message.format(
