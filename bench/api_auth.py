@@ -1,8 +1,9 @@
 """Throughput and latency of API authentication, next to an unauthenticated ping.
 
 Serves the app with gunicorn (sync workers) over PostgreSQL and loads three routes with wrk,
-printing requests/s and latency p50/p99 of each, then the ratios key/ping (goal >= 0.6) and
-key/JWT:
+printing requests/s and latency p50/p99 of each (the routes take turns for `--rounds`
+rounds, each keeping its best), then the ratios key/ping (goal >= 0.3) and key/JWT (goal
+>= 1):
 
 1. `GET /api/v1/health`     no authentication, no database (the ceiling of the stack);
 2. `GET /api/v1/endpoints`  `Authorization: Bearer <API key>` (scope `endpoint:read`);
@@ -40,7 +41,7 @@ from pathlib import Path
 from _support import BIN, ROOT, free_port, run_benchmark, throwaway_database
 from cryptography.fernet import Fernet
 
-GOAL = 0.6
+GOAL = 0.3  # issue 26: key/ping >= 0.3 and key/JWT >= 1
 # What the TLS-terminating proxy in front of production adds to each request.
 FORWARDED = ("X-Forwarded-Proto", "https")
 
@@ -58,18 +59,57 @@ org, project = organization_create(name="Bench")
 user = User.objects.create_user(
     "bench@example.com", "bench-password-0001", organization=org, role="owner"
 )
-_, key = api_key_create(creator=user, name="bench", scopes=["endpoint:read"], expires_at=None)
+scopes = ["endpoint:read", "incident:read"]
+_, key = api_key_create(creator=user, name="bench", scopes=scopes, expires_at=None)
 for i in range({count}):
     endpoint_create(
         project=project, name=f"Service {{i}}", type="http",
         target=f"https://service{{i}}.example.com/health", interval_seconds=60,
         timeout_seconds=10, config=validate_config("http", {{}}),
     )
+ep = project.endpoints.first()
+print("BENCH_ENDPOINT=" + (str(ep.pk) if ep else ""))
 print("BENCH_KEY=" + key)
 print("BENCH_JWT=" + issue_access_token(user).token)
 print("BENCH_DJANGO=" + django.get_version())
 version = connection.pg_version
 print(f"BENCH_DB={{connection.vendor}} {{version // 10000}}.{{version % 10000}}")
+"""
+
+
+# CPU and queries per request in one process, through Django's test client (middleware,
+# DRF, the database round trips; no HTTP server): each route warmed up, then timed in
+# alternating rounds, the best round kept (other work on the machine only adds).
+IN_PROCESS = """
+import json, time
+from django.db import connection
+from django.test import Client
+client = Client(HTTP_HOST="127.0.0.1", HTTP_X_FORWARDED_PROTO="https")
+routes = json.loads({routes!r})
+def get(path, token):
+    headers = {{"HTTP_AUTHORIZATION": "Bearer " + token}} if token else {{}}
+    response = client.get(path, **headers)
+    assert response.status_code == 200, (path, response.status_code)
+queries = {{}}
+for name, path, token in routes:
+    for _ in range(30):
+        get(path, token)
+    seen = []
+    def count(execute, sql, params, many, context):
+        seen.append(sql)
+        return execute(sql, params, many, context)
+    with connection.execute_wrapper(count):
+        get(path, token)
+    queries[name] = len(seen)
+best = {{}}
+for _ in range({rounds}):
+    for name, path, token in routes:
+        started = time.process_time()
+        for _ in range({requests}):
+            get(path, token)
+        spent = (time.process_time() - started) / {requests} * 1000
+        best[name] = min(best.get(name, spent), spent)
+print("BENCH_INPROCESS=" + json.dumps({{"cpu_ms": best, "queries": queries}}))
 """
 
 
@@ -87,11 +127,16 @@ def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--endpoints", type=int, default=20, help="endpoints to create")
     add_load_arguments(parser)
+    parser.add_argument("--rounds", type=int, default=2, help="wrk rounds over the routes")
+    parser.add_argument(
+        "--requests", type=int, default=300, help="requests per route and round, in-process"
+    )
     parser.add_argument("--quick", action="store_true", help="smoke run: 1 s per route, no warm-up")
     parser.add_argument("--smoke", action="store_true", help="a run of a few seconds: does it work")
     args = parser.parse_args()
     if args.quick or args.smoke:
         args.duration, args.warmup, args.endpoints = 1, 0, 5
+        args.rounds, args.requests = 1, 20
     return args
 
 
@@ -124,6 +169,41 @@ def setup_data(env: dict[str, str], count: int) -> dict[str, str]:
         text=True,
     ).stdout
     return dict(re.findall(r"^BENCH_(\w+)=(.*)$", out, re.MULTILINE))
+
+
+def in_process(env: dict[str, str], args: argparse.Namespace, data: dict[str, str]) -> dict:
+    """CPU ms and queries per request of each route, served in-process."""
+    routes = [
+        ("ping (no auth)", "/api/v1/health", None),
+        ("endpoints, API key", "/api/v1/endpoints", data["KEY"]),
+        ("endpoints, JWT", "/api/v1/endpoints", data["JWT"]),
+    ]
+    if data.get("ENDPOINT"):
+        routes.append(
+            ("one endpoint, API key", f"/api/v1/endpoints/{data['ENDPOINT']}", data["KEY"])
+        )
+    routes.append(("incidents, API key", "/api/v1/incidents", data["KEY"]))
+    script = IN_PROCESS.format(
+        routes=json.dumps(routes), rounds=max(args.rounds, 1) + 1, requests=args.requests
+    )
+    out = subprocess.run(
+        [str(BIN / "python"), "manage.py", "shell", "-c", script],
+        cwd=ROOT,
+        env=env,
+        check=True,
+        stdout=subprocess.PIPE,
+        text=True,
+    ).stdout
+    return json.loads(re.search(r"^BENCH_INPROCESS=(.*)$", out, re.MULTILINE).group(1))
+
+
+def print_in_process(figures: dict) -> None:
+    cpu, queries = figures["cpu_ms"], figures["queries"]
+    bare = cpu["ping (no auth)"]
+    print("\nin-process (Django's test client), best of the rounds:")
+    print(f"{'route':<24}{'CPU ms':>10}{'x ping':>10}{'queries':>10}")
+    for name, spent in cpu.items():
+        print(f"{name:<24}{spent:>10.2f}{spent / bare:>10.1f}{queries[name]:>10}")
 
 
 def get(url: str, token: str | None = None) -> tuple[int, bytes]:
@@ -256,15 +336,21 @@ def measure(args: argparse.Namespace, env: dict[str, str]) -> None:
         ("endpoints, API key", f"{base}/endpoints", data["KEY"], args.endpoints),
         ("endpoints, JWT", f"{base}/endpoints", data["JWT"], args.endpoints),
     ]
-    results = {}
+    results: dict[str, dict] = {}
     with serve(env, args.workers, port):
         for name, url, token, count in routes:
             sanity_check(name, url, token, count)
         print_environment(args, data)
-        for name, url, token, _ in routes:
-            if args.warmup:
-                run_wrk(args, url, args.warmup, token=token)
-            results[name] = run_wrk(args, url, args.duration, token=token)
+        # The routes take turns, round after round, and each keeps its best run: load from
+        # other work on the machine comes and goes, and can only slow a run down.
+        for round_number in range(max(args.rounds, 1)):
+            for name, url, token, _ in routes:
+                if args.warmup and round_number == 0:
+                    run_wrk(args, url, args.warmup, token=token)
+                run = run_wrk(args, url, args.duration, token=token)
+                if name not in results or run["rps"] > results[name]["rps"] or run["errors"]:
+                    errors = max(run["errors"], results.get(name, {}).get("errors", 0))
+                    results[name] = {**run, "errors": errors}
     print(f"{'route':<22}{'req/s':>10}{'p50 ms':>10}{'p99 ms':>10}{'errors':>10}")
     for name, r in results.items():
         print(f"{name:<22}{r['rps']:>10.1f}{r['p50']:>10.2f}{r['p99']:>10.2f}{r['errors']:>10}")
@@ -275,7 +361,9 @@ def measure(args: argparse.Namespace, env: dict[str, str]) -> None:
     ping, key, jwt = (r["rps"] for r in results.values())
     verdict = "meets" if key / ping >= GOAL else "BELOW"
     print(f"\nkey/ping: {key / ping:.2f}  ({verdict} the goal of >= {GOAL})")
-    print(f"key/JWT:  {key / jwt:.2f}")
+    verdict = "meets" if key >= jwt else "BELOW"
+    print(f"key/JWT:  {key / jwt:.2f}  ({verdict} the goal of >= 1)")
+    print_in_process(in_process(env, args, data))
 
 
 def main() -> int:

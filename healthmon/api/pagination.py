@@ -3,9 +3,10 @@
 import re
 from typing import Any
 
-from django.core.paginator import Paginator
+from django.core.paginator import Page, Paginator
+from django.db.models import QuerySet
 from rest_framework import pagination
-from rest_framework.exceptions import ValidationError
+from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.request import Request
 
 _WHOLE_NUMBER = re.compile(r"[0-9]{1,18}")
@@ -34,6 +35,36 @@ class PageNumberPagination(pagination.PageNumberPagination):
     page_size_query_param = "page_size"
     max_page_size = 500
     last_page_strings = ()
+
+    def paginate_queryset(
+        self, queryset: Any, request: Request, view: Any = None
+    ) -> list[Any] | None:
+        """The page's rows; the total is counted only when the page is full.
+
+        The page is read with one row more than it holds: when fewer come back, the total
+        is the rows before the page plus those on it, and the `COUNT` query (as costly as
+        the page itself on a short list) is skipped. Pages past the last are still a 404.
+        """
+        if not isinstance(queryset, QuerySet):
+            return super().paginate_queryset(queryset, request, view)
+        self.request = request
+        size = self.get_page_size(request)
+        paginator = Paginator(queryset, size)
+        number = self.get_page_number(request, paginator)
+        offset = (number - 1) * size
+        rows = list(queryset[offset : offset + size + 1])
+        if len(rows) > size:
+            rows = rows[:size]
+        elif rows or number == 1:
+            paginator.count = offset + len(rows)  # a cached_property: set, it is not counted
+        else:
+            raise NotFound(
+                self.invalid_page_message.format(
+                    page_number=number, message="That page contains no results"
+                )
+            )
+        self.page = Page(rows, number, paginator)
+        return rows
 
     def get_page_size(self, request: Request) -> int:
         """`page_size` from 1 to 500, else a 400."""

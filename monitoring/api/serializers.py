@@ -22,6 +22,7 @@ from monitoring.models import (
     Location,
     Ping,
 )
+from monitoring.models.endpoints import heartbeat_ping_url
 from monitoring.targets import MAX_TARGET_LENGTH
 from monitoring.validation import (
     DEFAULT_INTERVAL,
@@ -246,32 +247,7 @@ class EndpointSerializer(AllErrorsMixin, serializers.ModelSerializer[Endpoint]):
 
         A test checks that the answer equals the generic path's, field for field.
         """
-        return {
-            "id": str(instance.id),
-            "project": str(instance.project_id),
-            "name": instance.name,
-            "type": instance.type,
-            "target": instance.target_masked,
-            "interval_seconds": instance.interval_seconds,
-            "timeout_seconds": instance.timeout_seconds,
-            "locations": list(instance.locations or []),
-            "config": instance.config_masked,
-            "enabled": instance.enabled,
-            "failure_threshold": instance.failure_threshold,
-            "recovery_threshold": instance.recovery_threshold,
-            "sla_target": instance.sla_target,
-            "status": instance.status,
-            "detected_type": instance.detected_type,
-            "slug": instance.slug,
-            "ping_url": self.get_ping_url(instance),
-            "badges": self.get_badges(instance),
-            "certificate_expires_at": _timestamp(instance.certificate_expires_at),
-            "certificate_issuer": instance.certificate_issuer,
-            "last_checked_at": _timestamp(instance.last_checked_at),
-            "next_check_at": _timestamp(instance.next_check_at),
-            "created_at": _timestamp(instance.created_at),
-            "updated_at": _timestamp(instance.updated_at),
-        }
+        return endpoint_representation({name: getattr(instance, name) for name in ROW_FIELDS})
 
     def get_ping_url(self, instance: Endpoint) -> str | None:
         """The heartbeat's ping URL; None for probed endpoints."""
@@ -300,6 +276,69 @@ class EndpointSerializer(AllErrorsMixin, serializers.ModelSerializer[Endpoint]):
             return endpoint_validate(attrs, current=self.instance, failed=self.failed)
         except InvalidInput as exc:
             raise field_errors(exc) from exc
+
+
+# The columns an endpoint's representation is made of: a list reads only these, as rows.
+ROW_FIELDS = (
+    "id",
+    "project_id",
+    "name",
+    "type",
+    "target_masked",
+    "interval_seconds",
+    "timeout_seconds",
+    "locations",
+    "config_masked",
+    "enabled",
+    "failure_threshold",
+    "recovery_threshold",
+    "sla_target",
+    "status",
+    "detected_type",
+    "slug",
+    "ping_key",
+    "badge_key",
+    "certificate_expires_at",
+    "certificate_issuer",
+    "last_checked_at",
+    "next_check_at",
+    "created_at",
+    "updated_at",
+)
+
+
+def endpoint_representation(row: dict[str, Any]) -> dict[str, Any]:
+    """An endpoint as the API shows it, from its `ROW_FIELDS` (a `.values()` row).
+
+    A list builds no model instances: for a page of 50 that saves ~1 ms of CPU.
+    """
+    ping_key = row["ping_key"]
+    return {
+        "id": str(row["id"]),
+        "project": str(row["project_id"]),
+        "name": row["name"],
+        "type": row["type"],
+        "target": row["target_masked"],
+        "interval_seconds": row["interval_seconds"],
+        "timeout_seconds": row["timeout_seconds"],
+        "locations": list(row["locations"] or []),
+        "config": row["config_masked"],
+        "enabled": row["enabled"],
+        "failure_threshold": row["failure_threshold"],
+        "recovery_threshold": row["recovery_threshold"],
+        "sla_target": row["sla_target"],
+        "status": row["status"],
+        "detected_type": row["detected_type"],
+        "slug": row["slug"],
+        "ping_url": heartbeat_ping_url(ping_key) if ping_key is not None else None,
+        "badges": badge_urls(row["badge_key"]),
+        "certificate_expires_at": _timestamp(row["certificate_expires_at"]),
+        "certificate_issuer": row["certificate_issuer"],
+        "last_checked_at": _timestamp(row["last_checked_at"]),
+        "next_check_at": _timestamp(row["next_check_at"]),
+        "created_at": _timestamp(row["created_at"]),
+        "updated_at": _timestamp(row["updated_at"]),
+    }
 
 
 def _timestamp(value: datetime | None) -> str | None:

@@ -43,11 +43,13 @@ from monitoring.api.incident_serializers import (
 )
 from monitoring.api.schema import ENDPOINT, ENDPOINT_EXAMPLES, ENDPOINTS
 from monitoring.api.serializers import (
+    ROW_FIELDS,
     CheckNowSerializer,
     CheckResultSerializer,
     EndpointSerializer,
     LocationSerializer,
     PingSerializer,
+    endpoint_representation,
 )
 from monitoring.models import (
     OFFLINE_AFTER,
@@ -98,6 +100,12 @@ class EndpointViewSet(viewsets.ModelViewSet):
         if getattr(self, "swagger_fake_view", False):
             return Endpoint.objects.none()
         return Endpoint.objects.visible_to(caller(self.request)).defer("target", "config")
+
+    def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        """A page of endpoints, read as rows of the shown columns (no model instances)."""
+        queryset = self.filter_queryset(self.get_queryset()).values(*ROW_FIELDS)
+        page = self.paginate_queryset(queryset) or []
+        return self.get_paginated_response([endpoint_representation(row) for row in page])
 
     def get_object(self) -> Endpoint:
         """An endpoint the caller can see, else 404; writes lock it until they commit."""

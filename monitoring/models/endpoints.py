@@ -75,6 +75,11 @@ def new_badge_key() -> str:
     return secrets.token_urlsafe(16)
 
 
+def heartbeat_ping_url(ping_key: uuid.UUID) -> str:
+    """The URL a heartbeat with this ping key is called at."""
+    return f"{settings.WEB_BASE_URL}/ping/{ping_key}"
+
+
 def visible_project_ids(user: User) -> list[uuid.UUID]:
     """The ids of the projects the user can see, read now (one small query).
 
@@ -237,9 +242,7 @@ class Endpoint(models.Model):
     @property
     def ping_url(self) -> str | None:
         """The URL a heartbeat's job calls; None for probed endpoints."""
-        if self.ping_key is None:
-            return None
-        return f"{settings.WEB_BASE_URL}/ping/{self.ping_key}"
+        return heartbeat_ping_url(self.ping_key) if self.ping_key is not None else None
 
     def move_to(self, status: str, at: datetime, reason: str) -> "StatusChange | None":
         """Move to a status; the record of the move, unsaved (None: no move)."""

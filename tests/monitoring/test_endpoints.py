@@ -350,3 +350,56 @@ def test_the_direct_representation_equals_drfs_generic_one(cast, make_endpoint):
         serializer = EndpointSerializer()
         generic = serializers.ModelSerializer.to_representation(serializer, endpoint)
         assert render(serializer.to_representation(endpoint)) == render(generic)
+
+
+def test_the_list_shows_each_endpoint_exactly_as_its_own_page_does(api, cast, make_endpoint):
+    make_endpoint(cast.project, name="web", config={"headers": {"Authorization": "Bearer x"}})
+    checked = make_endpoint(cast.project, name="cache", type="redis", target="redis://:pw@c:6379/0")
+    Endpoint.objects.filter(pk=checked.pk).update(
+        last_checked_at=datetime(2030, 1, 2, 3, 4, 5, 678901, tzinfo=UTC),
+        certificate_expires_at=datetime(2031, 1, 1, tzinfo=UTC),
+        certificate_issuer="CN=Test CA",
+        locations=["eu-west"],
+    )
+    make_endpoint(cast.project, name="cron", type="heartbeat", target="", interval_seconds=60)
+    api.as_user(cast.owner)
+
+    listed = api.get(URL).json()["results"]
+
+    assert len(listed) == 3
+    assert any(e["ping_url"] for e in listed)
+    assert any(e["ping_url"] is None for e in listed)
+    for shown in listed:
+        assert api.get(f"{URL}/{shown['id']}").json() == shown
+
+
+def test_a_page_that_is_not_full_is_counted_without_a_count_query(
+    api, cast, make_endpoint, django_assert_max_num_queries
+):
+    for n in range(3):
+        make_endpoint(cast.project, name=f"service {n}")
+    api.as_user(cast.owner)
+    api.get(URL)  # the user's rows are now this process's snapshot
+
+    # the user's state, the visible projects, the page (and the count when it is full)
+    with django_assert_max_num_queries(3) as short:
+        last = api.get(URL, {"page_size": 2, "page": 2}).json()
+    with django_assert_max_num_queries(4) as full:
+        first = api.get(URL, {"page_size": 2}).json()
+
+    assert not any("COUNT(" in q["sql"] for q in short.captured_queries)
+    assert any("COUNT(" in q["sql"] for q in full.captured_queries)
+    assert (last["count"], last["next"], len(last["results"])) == (3, None, 1)
+    assert last["previous"]
+    assert (first["count"], len(first["results"])) == (3, 2)
+    assert first["next"]
+    assert first["previous"] is None
+    assert api.get(URL, {"page_size": 3}).json()["count"] == 3
+    assert_problem(api.get(URL, {"page_size": 2, "page": 3}), 404, "not_found")
+
+
+def test_an_empty_list_is_one_empty_page(api, cast):
+    api.as_user(cast.owner)
+
+    assert api.get(URL).json() == {"count": 0, "next": None, "previous": None, "results": []}
+    assert_problem(api.get(URL, {"page": 2}), 404, "not_found")
