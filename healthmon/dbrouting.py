@@ -72,6 +72,12 @@ LAG_SQL = """
 """
 
 
+# Who the caller is and what they may see is always read on the primary: a key revoked, a
+# user deactivated or a member demoted a moment ago must be refused at once, not after the
+# replica replays it (accounts/authentication.py re-reads that state on every request).
+PRIMARY_ONLY_APPS = frozenset({"accounts", "apikeys", "auth", "sessions"})
+
+
 @dataclass
 class _Scope:
     """One request's routing state."""
@@ -166,6 +172,8 @@ class ReplicaRouter:
         """A replica inside the scope, outside transactions and before any write."""
         scope = _scope.get()
         if scope is None or not scope.replica_reads or scope.wrote or scope.retried:
+            return None
+        if model._meta.app_label in PRIMARY_ONLY_APPS:
             return None
         if connections[DEFAULT_DB_ALIAS].in_atomic_block:
             return None

@@ -16,11 +16,14 @@ from typing import Any
 import psycopg
 import pytest
 import time_machine
+from django.contrib.sessions.models import Session
 from django.db import DatabaseError, connections, router, transaction
 from django.http import HttpResponse
 from django.test import RequestFactory
 from django.urls import resolve
 
+from accounts.models import ProjectAccess, User
+from apikeys.models import ApiKey
 from healthmon.dbrouting import LAG_SQL, ReplicaReadsMiddleware, replicas_forget
 from healthmon.settings import replica_databases
 from monitoring.models import Endpoint
@@ -236,6 +239,7 @@ def test_writes_and_transactions_never_route_to_a_replica(replica, rf: RequestFa
     def view(request: Any) -> Any:
         middleware.process_view(request, view, (), {})
         routed["read"] = router.db_for_read(Endpoint)
+        routed["access"] = {router.db_for_read(m) for m in (User, ProjectAccess, ApiKey, Session)}
         with transaction.atomic():
             routed["in atomic"] = router.db_for_read(Endpoint)
         routed["write"] = router.db_for_write(Endpoint)
@@ -247,6 +251,8 @@ def test_writes_and_transactions_never_route_to_a_replica(replica, rf: RequestFa
 
     assert routed == {
         "read": REPLICA,
+        # Who the caller is, and whether a key is revoked, is never read behind the primary.
+        "access": {"default"},
         "in atomic": "default",
         "write": "default",
         "read after write": "default",

@@ -121,3 +121,24 @@ def test_migrations_never_run_on_a_replica(settings):
 
     assert router.allow_migrate("replica1", "monitoring") is False
     assert router.allow_migrate("default", "monitoring") is True
+
+
+def test_who_the_caller_is_is_never_read_from_a_replica(settings, monkeypatch):
+    """Inside a request opted into replica reads, the access-deciding rows stay on the
+    primary while the analytics rows go to the (healthy) replica."""
+    from django.contrib.sessions.models import Session
+
+    from accounts.models import ProjectAccess, User
+    from analytics.models import HourRollup
+    from apikeys.models import ApiKey
+    from healthmon import dbrouting
+
+    settings.DATABASE_REPLICAS = ["replica1"]
+    monkeypatch.setattr(dbrouting, "replica_healthy", lambda alias: True)
+    token = dbrouting._scope.set(dbrouting._Scope(credentials=[], replica_reads=True))
+    try:
+        assert router.db_for_read(HourRollup) == "replica1"
+        for model in (User, ProjectAccess, ApiKey, Session):
+            assert router.db_for_read(model) == "default", model
+    finally:
+        dbrouting._scope.reset(token)
