@@ -95,6 +95,10 @@ def partitions_ensure(*, first: date, days: int, parent: str = TABLE) -> list[da
         return made
     for n in range(days):
         day = first + timedelta(days=n)
+        # Most calls find every day made: looked up without the lock, which would queue
+        # every insert and read of the checks behind it (checked again under the lock).
+        if relation_exists(partition_name(day)):
+            continue
         if _locked(parent, partial(_partition_make, parent, day)):
             made.append(day)
     return made

@@ -1,6 +1,6 @@
 """Turn an unpartitioned `monitoring_checkresult` into the partitioned one without a long lock.
 
-Used by migration 0024 and, ahead of a deploy, by `manage.py checks_partition`. Steps, each
+Used by migration 0024 and, ahead of a deploy, by `manage.py partition_checks`. Steps, each
 safe to interrupt and run again:
 
 1. prepare: make `monitoring_checkresult_partitioned` with the same columns, the primary key
@@ -142,7 +142,7 @@ def partitions_cleanup() -> None:
                 if getattr(exc.__cause__, "sqlstate", None) != "55P03":
                     raise
                 if attempt == SWAP_ATTEMPTS - 1:
-                    return  # kept for the next run (`manage.py checks_partition`)
+                    return  # kept for the next run (`manage.py partition_checks`)
                 time.sleep(1 + attempt)
     with connection.cursor() as cursor:
         cursor.execute(f"DROP TABLE IF EXISTS {PROGRESS}")

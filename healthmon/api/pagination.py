@@ -10,6 +10,9 @@ from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.request import Request
 
 _WHOLE_NUMBER = re.compile(r"[0-9]{1,18}")
+# The largest offset a page may start at: beyond any table's rows, and within the
+# 64-bit OFFSET a database accepts (a larger one is an error there, not an empty page).
+MAX_OFFSET = 2**62
 
 
 def _positive_int(request: Request, name: str, default: int, maximum: int | None = None) -> int:
@@ -52,19 +55,21 @@ class PageNumberPagination(pagination.PageNumberPagination):
         paginator = Paginator(queryset, size)
         number = self.get_page_number(request, paginator)
         offset = (number - 1) * size
+        if offset > MAX_OFFSET:
+            raise self._past_the_end(number)
         rows = list(queryset[offset : offset + size + 1])
         if len(rows) > size:
             rows = rows[:size]
         elif rows or number == 1:
             paginator.count = offset + len(rows)  # a cached_property: set, it is not counted
         else:
-            raise NotFound(
-                self.invalid_page_message.format(
-                    page_number=number, message="That page contains no results"
-                )
-            )
+            raise self._past_the_end(number)
         self.page = Page(rows, number, paginator)
         return rows
+
+    def _past_the_end(self, number: int) -> NotFound:
+        message = "That page contains no results"
+        return NotFound(self.invalid_page_message.format(page_number=number, message=message))
 
     def get_page_size(self, request: Request) -> int:
         """`page_size` from 1 to 500, else a 400."""

@@ -403,3 +403,12 @@ def test_an_empty_list_is_one_empty_page(api, cast):
 
     assert api.get(URL).json() == {"count": 0, "next": None, "previous": None, "results": []}
     assert_problem(api.get(URL, {"page": 2}), 404, "not_found")
+
+
+def test_a_page_number_past_any_offset_is_a_404_not_a_500(api, cast, make_endpoint):
+    make_endpoint(cast.project)
+    api.as_user(cast.owner)
+
+    # (page - 1) * page_size beyond a 64-bit OFFSET: an error in the database if asked
+    for page in ("99999999999999999", "999999999999999999"):
+        assert_problem(api.get(URL, {"page_size": 500, "page": page}), 404, "not_found")

@@ -245,3 +245,21 @@ def test_a_held_lock_makes_the_call_give_up_soon_not_queue_inserts(made_days, mo
     made_days.append(D0)
 
     assert partitions_ensure(first=D0, days=1) == [D0]
+
+
+def test_days_already_made_are_passed_without_taking_the_lock(made_days, monkeypatch):
+    """The hourly task finds every day made nearly always: it must not queue the checks'
+    inserts and reads behind an exclusive lock it does not need."""
+    monkeypatch.setattr(partitions, "LOCK_TIMEOUT", "100ms")
+    monkeypatch.setattr(partitions, "ATTEMPTS", 1)
+    assert partitions_ensure(first=D0, days=2) == [D0, D0 + timedelta(days=1)]
+    made_days.extend([D0, D0 + timedelta(days=1)])
+    reader = connections.create_connection("default")  # a long read on the checks table
+    try:
+        with reader.cursor() as cursor:
+            cursor.execute("BEGIN")
+            cursor.execute(f"LOCK TABLE {partitions.TABLE} IN ACCESS SHARE MODE")
+            assert partitions_ensure(first=D0, days=2) == []
+            cursor.execute("ROLLBACK")
+    finally:
+        reader.close()
