@@ -57,11 +57,20 @@ READ_ROUTES = frozenset(
 READ_ROUTE_PREFIXES = ("analytics-",)
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
+# Cut off (infinitely behind) when no WAL receiver streams from the primary: the received
+# position then stands still and replay catches up with it, so the positions alone would
+# read 0 for a replica whose data stopped hours ago. (The receiver's pid is shown to any
+# role, its status only to pg_read_all_stats; an unknown status counts as streaming.)
 # Behind when the replica has received WAL it has not replayed yet: then by as long as the
 # last transaction it replayed is old. Not behind when it has replayed all it received: an
 # idle primary sends nothing, and the age of the last transaction says nothing about lag.
 LAG_SQL = """
     SELECT CASE
+        WHEN NOT EXISTS (
+            SELECT 1 FROM pg_stat_wal_receiver
+            WHERE pid IS NOT NULL AND COALESCE(status, 'streaming') = 'streaming'
+        )
+        THEN 'Infinity'::float8
         WHEN pg_last_wal_receive_lsn() IS DISTINCT FROM pg_last_wal_replay_lsn()
         THEN COALESCE(
             EXTRACT(EPOCH FROM now() - pg_last_xact_replay_timestamp())::float8,

@@ -195,6 +195,13 @@ class StreamingReplica:
         ) as replica:
             return replica.execute(query, params or None).fetchall()
 
+    def run(self, statement: str) -> None:
+        """Run a statement that returns no rows (ALTER SYSTEM, ...) on the replica."""
+        with psycopg.connect(
+            host="127.0.0.1", port=self.port, user="postgres", dbname=self.dbname, autocommit=True
+        ) as replica:
+            replica.execute(statement)
+
     def catch_up(self, primary_lsn: str, timeout: float = 300.0) -> None:
         """Wait until the replica has replayed the primary's WAL up to `primary_lsn`."""
         deadline = time.monotonic() + timeout

@@ -318,6 +318,35 @@ def test_a_lagging_replica_is_skipped_and_the_primary_answers_fresh(
         replica.sql("SELECT pg_wal_replay_resume()")
 
 
+def test_a_replica_cut_off_from_its_primary_is_skipped_though_it_replayed_all_it_got(
+    replica, world, cast, client, settings
+):
+    """Streaming stopped (the primary out of reach): the received position stands still and
+    replay catches up with it, yet the replica's data gets older by the second."""
+    endpoint = world["endpoint"]
+    client.force_login(cast.owner)
+    caught_up(replica)
+    conninfo = replica.sql("SHOW primary_conninfo")[0][0]
+    replica.run("ALTER SYSTEM SET primary_conninfo = 'host=127.0.0.1 port=1 user=postgres'")
+    replica.sql("SELECT pg_reload_conf()")
+    try:
+        replica.wait_lag_over(3600, LAG_SQL)  # no receiver streams: infinitely behind
+        Endpoint.objects.filter(pk=endpoint.pk).update(name="Renamed")
+        replicas_forget()
+
+        with statements() as seen:
+            page = client.get(f"/endpoints/{endpoint.pk}")
+
+        assert page.status_code == 200
+        assert b"Renamed" in page.content
+        assert reads(seen) == []
+    finally:
+        quoted = conninfo.replace("'", "''")  # ALTER SYSTEM takes no parameters
+        replica.run(f"ALTER SYSTEM SET primary_conninfo = '{quoted}'")
+        replica.sql("SELECT pg_reload_conf()")
+        caught_up(replica)
+
+
 @pytest.mark.parametrize("kind", ["page", "api"])
 def test_a_stopped_replica_is_skipped_and_the_primary_answers(
     replica, world, cast, client, api, kind
