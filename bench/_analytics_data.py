@@ -139,9 +139,9 @@ def in_parallel(url: str, jobs: Sequence[Callable[[psycopg.Connection], None]]) 
 
 @contextlib.contextmanager
 def indexes_dropped(url: str, conn: psycopg.Connection, table: str) -> Iterator[None]:
-    """Drop a table's primary key, unique constraints and indexes; rebuild them after,
-    two at a time (constraints are attached to their rebuilt index; on a partitioned table,
-    which cannot attach one, they are added again after the plain indexes)."""
+    """Drop a table's primary key, unique constraints and indexes; rebuild them after, two
+    at a time (constraints are attached to their rebuilt index), or one at a time on a
+    partitioned table, which cannot attach one: its constraints are added again after."""
     partitioned = conn.execute(
         "SELECT relkind = 'p' FROM pg_class WHERE oid = %s::regclass", [table]
     ).fetchone()[0]
@@ -162,7 +162,13 @@ def indexes_dropped(url: str, conn: psycopg.Connection, table: str) -> Iterator[
     yield
     backing = {name for name, _, _ in constraints}
     rebuilt = [sql for name, sql in indexes if not (partitioned and name in backing)]
-    in_parallel(url, [lambda c, sql=sql: c.execute(sql) for sql in rebuilt])
+    if partitioned:
+        # One at a time: PostgreSQL names each partition's index after its columns, so two
+        # indexes over the same columns built at once race for the same name.
+        for sql in rebuilt:
+            conn.execute(sql)
+    else:
+        in_parallel(url, [lambda c, sql=sql: c.execute(sql) for sql in rebuilt])
     for name, kind, definition in constraints:
         if partitioned:
             conn.execute(f'ALTER TABLE {table} ADD CONSTRAINT "{name}" {definition}')
