@@ -9,14 +9,14 @@ A figure over a span with no check is None, never a perfect score.
 
 import itertools
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple
 from uuid import UUID
 
 from django.db import connection
-from django.db.models import Max, Min, Q, Subquery, Sum
+from django.db.models import BigIntegerField, F, Func, Max, Min, Q, Subquery, Sum
 
 from alerts.maintenance import maintenance_intervals
 from analytics import histogram
@@ -207,6 +207,30 @@ def _figures_sql(
     return sql, params
 
 
+class _EpochSeconds(Func):
+    """PostgreSQL's seconds since the Unix epoch of a timestamp, as an integer."""
+
+    template = "EXTRACT(EPOCH FROM %(expressions)s)::bigint"
+    output_field = BigIntegerField()
+
+
+def _bucket_reader() -> tuple[Func | F, Callable[[Any], datetime]]:
+    """How to read bucket starts: on PostgreSQL as whole seconds since the epoch, made into
+    datetimes once per distinct bucket (parsing a timestamp per row was a third of a
+    series' read); elsewhere as the rows' own datetimes."""
+    if connection.vendor != "postgresql":
+        return F("bucket"), lambda bucket: bucket
+    starts: dict[int, datetime] = {}
+
+    def start(seconds: int) -> datetime:
+        found = starts.get(seconds)
+        if found is None:
+            found = starts[seconds] = datetime.fromtimestamp(seconds, UTC)
+        return found
+
+    return _EpochSeconds("bucket"), start
+
+
 def series(
     tier: type[Rollup],
     owners: Mapping[UUID, UUID],
@@ -226,9 +250,11 @@ def series(
         # One row per endpoint and bucket already: nothing to add up in the database, and
         # the rows are read as tuples (an overview's sparklines read thousands of them).
         names = (*_PLAIN, *(histogram.FIELDS if histograms else ()))
+        read_bucket, bucket_of = _bucket_reader()
+        found = found.annotate(at=read_bucket)
         for (
             endpoint_id,
-            bucket,
+            at,
             count,
             failures,
             timed,
@@ -236,8 +262,8 @@ def series(
             low,
             high,
             *hist,
-        ) in found.values_list("endpoint_id", "bucket", *names).order_by():
-            points[endpoint_id][bucket] = Latency(
+        ) in found.values_list("endpoint_id", "at", *names).order_by():
+            points[endpoint_id][bucket_of(at)] = Latency(
                 count, failures, timed, sum_ms, low, high, hist if histograms else _NO_HIST
             )
         return points
