@@ -335,6 +335,11 @@ def _rollup_days(
     return found
 
 
+def _day_uptime(count: int, failures: int) -> float | None:
+    """A day's uptime %: its successful checks over its checks; None without a check."""
+    return round(100 * (count - failures) / count, 2) if count else None
+
+
 def _day_bars(
     rows: list[ComponentRow], incidents: list[IncidentRow], days: list[date], end: datetime
 ) -> None:
@@ -350,15 +355,26 @@ def _day_bars(
             for component_id in incident.component_ids:
                 titles[component_id][first + timedelta(days=offset)].append(incident.title)
     empty = [(0, 0)] * len(days)
+    # Most days of most components add up alike (a whole day of checks, none failed):
+    # each (checks, failures) pair is worked out once per page.
+    plain: dict[tuple[int, int], tuple[float | None, str]] = {}
     for row in rows:
         marks = titles.get(row.id, {})
         total = failed = 0
         bars = row.bars
-        for day, (count, failures) in zip(days, sums.get(row.endpoint_id, empty), strict=True):
+        for day, sums_of_day in zip(days, sums.get(row.endpoint_id, empty), strict=True):
+            count, failures = sums_of_day
             total, failed = total + count, failed + failures
-            uptime = round(100 * (count - failures) / count, 2) if count else None
-            named = tuple(marks[day]) if day in marks else ()
-            bars.append(DayBar(day, uptime, named, day_tone(uptime, named)))
+            if day in marks:
+                named = tuple(marks[day])
+                uptime = _day_uptime(count, failures)
+                bars.append(DayBar(day, uptime, named, day_tone(uptime, named)))
+                continue
+            known = plain.get(sums_of_day)
+            if known is None:
+                uptime = _day_uptime(count, failures)
+                known = plain[sums_of_day] = (uptime, day_tone(uptime, ()))
+            bars.append(DayBar(day, known[0], (), known[1]))
         row.uptime_percent = round(100 * (total - failed) / total, 3) if total else None
 
 
