@@ -6,8 +6,11 @@ from typing import Any, cast
 from django.contrib.postgres.operations import (
     AddIndexConcurrently as AddIndexConcurrentlyOnPostgres,
 )
+from django.contrib.postgres.operations import (
+    RemoveIndexConcurrently as RemoveIndexConcurrentlyOnPostgres,
+)
 from django.db import connections, models, router
-from django.db.migrations import AddIndex
+from django.db.migrations import AddIndex, RemoveIndex
 
 
 def update_each(objects: Sequence[models.Model], fields: Sequence[str]) -> None:
@@ -57,3 +60,26 @@ class AddIndexConcurrently(AddIndexConcurrentlyOnPostgres):
             super().database_backwards(app_label, schema_editor, from_state, to_state)
         else:
             AddIndex.database_backwards(self, app_label, schema_editor, from_state, to_state)
+
+
+class RemoveIndexConcurrently(RemoveIndexConcurrentlyOnPostgres):
+    """Drop an index without blocking writes on PostgreSQL (DROP INDEX CONCURRENTLY, in a
+    migration with `atomic = False`); a plain DROP INDEX elsewhere (SQLite)."""
+
+    def database_forwards(
+        self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any
+    ) -> None:
+        """Concurrently on PostgreSQL only."""
+        if schema_editor.connection.vendor == "postgresql":
+            super().database_forwards(app_label, schema_editor, from_state, to_state)
+        else:
+            RemoveIndex.database_forwards(self, app_label, schema_editor, from_state, to_state)
+
+    def database_backwards(
+        self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any
+    ) -> None:
+        """Concurrently on PostgreSQL only."""
+        if schema_editor.connection.vendor == "postgresql":
+            super().database_backwards(app_label, schema_editor, from_state, to_state)
+        else:
+            RemoveIndex.database_backwards(self, app_label, schema_editor, from_state, to_state)

@@ -5,33 +5,9 @@ Built and dropped CONCURRENTLY on PostgreSQL: the endpoint table takes the dispa
 writes every second, which a plain CREATE or DROP INDEX would block.
 """
 
-from typing import Any
-
-from django.contrib.postgres.operations import RemoveIndexConcurrently
 from django.db import migrations, models
-from django.db.migrations import RemoveIndex
 
-from healthmon.db import AddIndexConcurrently
-
-
-class RemoveIndexConcurrentlyOnPostgres(RemoveIndexConcurrently):
-    """DROP INDEX CONCURRENTLY on PostgreSQL; a plain DROP INDEX elsewhere (SQLite)."""
-
-    def database_forwards(
-        self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any
-    ) -> None:
-        if schema_editor.connection.vendor == "postgresql":
-            super().database_forwards(app_label, schema_editor, from_state, to_state)
-        else:
-            RemoveIndex.database_forwards(self, app_label, schema_editor, from_state, to_state)
-
-    def database_backwards(
-        self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any
-    ) -> None:
-        if schema_editor.connection.vendor == "postgresql":
-            super().database_backwards(app_label, schema_editor, from_state, to_state)
-        else:
-            RemoveIndex.database_backwards(self, app_label, schema_editor, from_state, to_state)
+from healthmon.db import AddIndexConcurrently, RemoveIndexConcurrently
 
 
 class Migration(migrations.Migration):
@@ -48,5 +24,5 @@ class Migration(migrations.Migration):
                 name="endpoint_probe_due_idx",
             ),
         ),
-        RemoveIndexConcurrentlyOnPostgres(model_name="endpoint", name="endpoint_due_idx"),
+        RemoveIndexConcurrently(model_name="endpoint", name="endpoint_due_idx"),
     ]
