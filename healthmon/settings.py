@@ -484,6 +484,13 @@ if DATABASE_REPLICAS and (
         "READ_YOUR_WRITES_SECONDS must be at least DATABASE_REPLICA_MAX_LAG_SECONDS plus "
         "DATABASE_REPLICA_CHECK_SECONDS: a replica in use may be that far behind a write."
     )
+if DATABASE_REPLICAS and CACHES["default"]["BACKEND"].endswith(("LocMemCache", "DummyCache")):
+    # Who wrote lately is kept in the cache: a cache of one process would send a user's
+    # next request, served by another process, to a replica that has not seen the write.
+    raise ImproperlyConfigured(
+        "DATABASE_REPLICA_URLS needs a cache shared by every web process (CACHE_URL, e.g. "
+        "redis://): read-your-writes is kept there."
+    )
 
 # --- Operations: /healthz, /readyz, /metrics -----------------------------------------------
 

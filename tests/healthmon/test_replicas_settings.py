@@ -14,6 +14,7 @@ from django.urls import URLPattern, URLResolver, get_resolver
 from healthmon.dbrouting import READ_ROUTE_PREFIXES, READ_ROUTES
 
 PRIMARY = "postgres://postgres@127.0.0.1:5432/healthmon"
+SHARED_CACHE = "redis://127.0.0.1:6379/0"  # only named here: nothing connects to it
 SHOW = (
     "import json, healthmon.settings as s; "
     "print(json.dumps({'replicas': s.DATABASE_REPLICAS, 'databases': s.DATABASES}, default=str))"
@@ -24,10 +25,25 @@ def _start(**env: str) -> subprocess.CompletedProcess[str]:
     environment = {
         k: v for k, v in os.environ.items() if not k.startswith(("DATABASE_", "READ_YOUR"))
     }
-    environment.update({"DATABASE_URL": PRIMARY, **env})
+    environment.update({"DATABASE_URL": PRIMARY, "CACHE_URL": SHARED_CACHE, **env})
     return subprocess.run(  # noqa: S603 - our own command line
         [sys.executable, "-c", SHOW], env=environment, capture_output=True, text=True, check=False
     )
+
+
+@pytest.mark.parametrize("cache", ["locmemcache://", "dummycache://"])
+def test_replicas_need_a_cache_every_web_process_shares(cache):
+    started = _start(
+        DATABASE_REPLICA_URLS="postgres://reader:pw@replica-a/healthmon", CACHE_URL=cache
+    )
+
+    assert started.returncode != 0
+    assert "needs a cache shared by every web process" in started.stderr
+    assert "pw@" not in started.stderr
+
+
+def test_a_process_local_cache_is_fine_without_replicas():
+    assert _start(CACHE_URL="locmemcache://").returncode == 0
 
 
 def test_no_replica_by_default():
