@@ -1,7 +1,8 @@
 """Database helpers the ORM lacks."""
 
-from collections.abc import Sequence
-from typing import Any, cast
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar, cast
 
 from django.contrib.postgres.operations import (
     AddIndexConcurrently as AddIndexConcurrentlyOnPostgres,
@@ -9,8 +10,40 @@ from django.contrib.postgres.operations import (
 from django.contrib.postgres.operations import (
     RemoveIndexConcurrently as RemoveIndexConcurrentlyOnPostgres,
 )
-from django.db import connections, models, router
+from django.db import OperationalError, connections, models, router, transaction
 from django.db.migrations import AddIndex, RemoveIndex
+
+T = TypeVar("T")
+LOCK_NOT_GRANTED = "55P03"  # PostgreSQL's lock_not_available
+
+
+def lock_not_granted(exc: OperationalError) -> bool:
+    """Whether PostgreSQL refused a lock that its `lock_timeout` did not see granted."""
+    return getattr(exc.__cause__, "sqlstate", None) == LOCK_NOT_GRANTED
+
+
+def with_lock_timeout(
+    change: Callable[[], T],
+    *,
+    timeout: str,
+    attempts: int,
+    pause: Callable[[int], float],
+    using: str = "default",
+) -> T:
+    """Run `change` in a transaction whose locks are asked for with this `lock_timeout`
+    (PostgreSQL), so that a long reader never queues everyone's writes behind a waiting
+    schema change; when a lock is not granted in time, try again after `pause(attempt)`
+    seconds, up to `attempts` times, then raise the last refusal."""
+    for attempt in range(attempts):
+        try:
+            with transaction.atomic(using=using), connections[using].cursor() as cursor:
+                cursor.execute(f"SET LOCAL lock_timeout = '{timeout}'")
+                return change()
+        except OperationalError as exc:
+            if not lock_not_granted(exc) or attempt == attempts - 1:
+                raise
+            time.sleep(pause(attempt))
+    raise AssertionError("unreachable: the loop returns or raises")  # pragma: no cover
 
 
 def update_each(objects: Sequence[models.Model], fields: Sequence[str]) -> None:

@@ -13,13 +13,14 @@ hourly task makes days ahead, and so tries each day many times before it is need
 """
 
 import re
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from functools import partial
 
-from django.db import OperationalError, connection, transaction
+from django.db import connection, transaction
+
+from healthmon.db import with_lock_timeout
 
 TABLE = "monitoring_checkresult"
 DEFAULT = f"{TABLE}_default"
@@ -135,17 +136,18 @@ def _locked(parent: str, change: Callable[[], bool]) -> bool:
     try again a few times when the lock is not granted in time. The timeout stays for the
     whole change: a partition's foreign key also locks the endpoints table briefly, and no
     wait for it may hold the checks table locked."""
-    for attempt in range(ATTEMPTS):
-        try:
-            with transaction.atomic(), connection.cursor() as cursor:
-                cursor.execute(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT}'")
-                cursor.execute(f"LOCK TABLE {parent} IN ACCESS EXCLUSIVE MODE")
-                return change()
-        except OperationalError as exc:
-            if getattr(exc.__cause__, "sqlstate", None) != "55P03" or attempt == ATTEMPTS - 1:
-                raise
-            time.sleep(0.2 * (attempt + 1))
-    return False  # pragma: no cover - the loop returns or raises
+
+    def locked_change() -> bool:
+        with connection.cursor() as cursor:
+            cursor.execute(f"LOCK TABLE {parent} IN ACCESS EXCLUSIVE MODE")
+        return change()
+
+    return with_lock_timeout(
+        locked_change,
+        timeout=LOCK_TIMEOUT,
+        attempts=ATTEMPTS,
+        pause=lambda attempt: 0.2 * (attempt + 1),
+    )
 
 
 def relation_exists(name: str) -> bool:

@@ -31,6 +31,7 @@ from datetime import timedelta
 from django.db import OperationalError, connection, transaction
 from django.utils import timezone
 
+from healthmon.db import lock_not_granted, with_lock_timeout
 from monitoring.partitions import (
     DEFAULT,
     NEW,
@@ -115,39 +116,40 @@ def partitions_copy(*, batch: int = COPY_BATCH) -> int:
 def partitions_swap() -> float:
     """Swap the partitioned table in, in one short transaction under a lock timeout;
     returns the seconds it held the lock (from asking for it to the commit)."""
-    for attempt in range(SWAP_ATTEMPTS):
-        try:
-            began = time.perf_counter()
-            with transaction.atomic():
-                _swap()
-            return time.perf_counter() - began
-        except OperationalError as exc:
-            if getattr(exc.__cause__, "sqlstate", None) != "55P03" or attempt == SWAP_ATTEMPTS - 1:
-                raise
-            time.sleep(1 + attempt)
-    return 0.0  # pragma: no cover - the loop returns or raises
+    began = time.perf_counter()
+
+    def swap() -> None:
+        nonlocal began
+        began = time.perf_counter()  # this attempt's
+        _swap()
+
+    with_lock_timeout(swap, timeout=SWAP_LOCK_TIMEOUT, attempts=SWAP_ATTEMPTS, pause=_pause)
+    return time.perf_counter() - began
 
 
 def partitions_cleanup() -> None:
     """Drop what the conversion left: the old table, the progress table, the functions."""
     if relation_exists(OLD):
-        for attempt in range(SWAP_ATTEMPTS):
-            try:
-                # Dropping its foreign key briefly locks the endpoints table: never wait long.
-                with transaction.atomic(), connection.cursor() as cursor:
-                    cursor.execute(f"SET LOCAL lock_timeout = '{SWAP_LOCK_TIMEOUT}'")
-                    cursor.execute(f"DROP TABLE {OLD}")
-                break
-            except OperationalError as exc:
-                if getattr(exc.__cause__, "sqlstate", None) != "55P03":
-                    raise
-                if attempt == SWAP_ATTEMPTS - 1:
-                    return  # kept for the next run (`manage.py partition_checks`)
-                time.sleep(1 + attempt)
+
+        def drop() -> None:
+            # Dropping its foreign key briefly locks the endpoints table: never wait long.
+            with connection.cursor() as cursor:
+                cursor.execute(f"DROP TABLE {OLD}")
+
+        try:
+            with_lock_timeout(drop, timeout=SWAP_LOCK_TIMEOUT, attempts=SWAP_ATTEMPTS, pause=_pause)
+        except OperationalError as exc:
+            if not lock_not_granted(exc):
+                raise
+            return  # kept for the next run (`manage.py partition_checks`)
     with connection.cursor() as cursor:
         cursor.execute(f"DROP TABLE IF EXISTS {PROGRESS}")
         for kind in ("insert", "update", "delete", "truncate"):
             cursor.execute(f"DROP FUNCTION IF EXISTS {MIRROR}_{kind}() CASCADE")
+
+
+def _pause(attempt: int) -> float:
+    return 1.0 + attempt
 
 
 # --- The steps' SQL -------------------------------------------------------------------------
@@ -244,8 +246,7 @@ def _mirror_create() -> None:
 def _swap() -> None:
     """In the caller's transaction: lock, copy the rest, swap the names."""
     columns = ", ".join(table_columns(TABLE))
-    with connection.cursor() as cursor:
-        cursor.execute(f"SET LOCAL lock_timeout = '{SWAP_LOCK_TIMEOUT}'")
+    with connection.cursor() as cursor:  # the transaction's lock_timeout is set
         cursor.execute(f"LOCK TABLE {TABLE}, {NEW} IN ACCESS EXCLUSIVE MODE")
         # The triggers mirrored everything since the copy began; rows above the last batch
         # are copied again for certainty (an index range over the newest ids: few).

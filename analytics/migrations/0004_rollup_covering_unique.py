@@ -18,11 +18,16 @@ tables' vacuum and parallel settings set for the reads they serve.
 The model state keeps the plain unique constraint (same name, same key columns: `ON
 CONFLICT (endpoint_id, bucket)` and Django's validation are unchanged); SQLite keeps it
 plain. The index is built CONCURRENTLY beside the old one, then swapped in one short
-transaction, so writes are not blocked while a large table is indexed.
+transaction (its lock asked for with a timeout, tried again), so writes are not blocked
+while a large table is indexed.
 """
 
-from django.db import migrations, transaction
+from django.db import migrations
 
+from healthmon.db import with_lock_timeout
+
+SWAP_LOCK_TIMEOUT = "5s"
+SWAP_ATTEMPTS = 5
 TABLES = ("analytics_rollup_5m", "analytics_rollup_1h", "analytics_rollup_1d")
 COVERED = "count, failures, timed, sum_ms, min_ms, max_ms"
 SETTINGS = (
@@ -47,12 +52,23 @@ def _swap_unique(schema_editor, table: str, include: str) -> None:
     schema_editor.execute(
         f"CREATE UNIQUE INDEX CONCURRENTLY {new} ON {table} (endpoint_id, bucket){include}"
     )
-    with transaction.atomic(using=schema_editor.connection.alias):
+
+    def swap() -> None:
         schema_editor.execute(f"ALTER TABLE {table} DROP CONSTRAINT {table}_unique")
         schema_editor.execute(f"ALTER INDEX {new} RENAME TO {table}_unique")
         schema_editor.execute(
             f"ALTER TABLE {table} ADD CONSTRAINT {table}_unique UNIQUE USING INDEX {table}_unique"
         )
+
+    # The swap waits for the table's lock with a short timeout, tried again: queued
+    # behind a long read, it would hold every writer of the tier waiting behind it.
+    with_lock_timeout(
+        swap,
+        timeout=SWAP_LOCK_TIMEOUT,
+        attempts=SWAP_ATTEMPTS,
+        pause=lambda attempt: 1.0 + attempt,
+        using=schema_editor.connection.alias,
+    )
 
 
 def cover(apps, schema_editor):
