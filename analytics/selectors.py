@@ -318,6 +318,7 @@ def coverage(endpoints: Sequence[Endpoint], window: Window, now: datetime) -> di
         Incident.objects.filter(endpoint_id__in=ids, started_at__lt=window.end)
         .filter(Q(resolved_at__isnull=True) | Q(resolved_at__gt=window.start))
         .values_list("endpoint_id", "started_at", "resolved_at")
+        .order_by()  # sorted per endpoint below: no sort of every row in the database
     ):
         down[endpoint_id].append((started_at, resolved_at or now))
     maintenance = maintenance_intervals(endpoints, window.start, window.end)
