@@ -24,6 +24,7 @@ from analytics.latency import Latency
 from analytics.models import Rollup
 from analytics.rows import SeriesPoint, SlaTier
 from analytics.windows import BUCKETS, buckets, floor, tiles
+from healthmon.dbrouting import read_connection
 from healthmon.intervals import Interval, Window, clip, intersect, length, subtract
 from monitoring.models import (
     SLA_TIERS,
@@ -124,7 +125,7 @@ def rollup_figures(
     if not owners or not parts:
         return results
     sql, params = _figures_sql(list(owners), parts, len(windows), percentiles)
-    with connection.cursor() as cursor:
+    with read_connection(Rollup).cursor() as cursor:
         cursor.execute(sql, params)
         rows = cursor.fetchall()
     width = len(_PLAIN)

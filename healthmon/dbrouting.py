@@ -23,7 +23,8 @@ from typing import Any
 from django.conf import settings
 from django.core.cache import cache
 from django.core.exceptions import MiddlewareNotUsed
-from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections
+from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections, router
+from django.db.backends.base.base import BaseDatabaseWrapper
 from django.http import HttpRequest, HttpResponse
 
 from healthmon.errors import DATABASE_UNAVAILABLE
@@ -210,6 +211,12 @@ class ReplicaRouter:
 # Authorization header of an API client): API clients keep no cookies, and every web process
 # shares the cache. A caller's writes stick only that credential to the primary, not the
 # same user's other sessions.
+
+
+def read_connection(model: Any) -> BaseDatabaseWrapper:
+    """The connection the router reads this model from: for raw SQL, which the ORM's
+    routing does not reach (a replica on the routes that read from one)."""
+    return connections[router.db_for_read(model) or DEFAULT_DB_ALIAS]
 
 
 def _ryw_key(credential: str) -> str:

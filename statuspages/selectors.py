@@ -22,6 +22,7 @@ from alerts.models import MaintenanceWindow, load_scopes, may_overlap
 from analytics.models import DayRollup, HourRollup
 from analytics.rows import SeriesPoint
 from analytics.selectors import series, series_points
+from healthmon.dbrouting import read_connection
 from healthmon.intervals import Window
 from monitoring.models import Endpoint, Incident, IncidentKind, IncidentState, IncidentUpdate
 from statuspages import states
@@ -319,7 +320,7 @@ def _rollup_days(
             .values_list("endpoint_id", "offsets", "counts", "fails")
         )
         sql, params = grouped.query.sql_with_params()
-        with connection.cursor() as cursor:  # the cursor: no per-value ORM converters
+        with read_connection(DayRollup).cursor() as cursor:  # no per-value ORM converters
             cursor.execute(sql, params)
             for endpoint_id, offsets, counts, fails in cursor.fetchall():
                 sums = found[endpoint_id] = [(0, 0)] * len(days)
