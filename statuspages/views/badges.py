@@ -80,7 +80,7 @@ def _query(request: HttpRequest, kind: str) -> tuple[str, str]:
 def _figure(badge_key: str, kind: str, period: str) -> Badge | None:
     """The badge under its default label, from the cache when computed lately; computed
     afresh, uncached, while the cache is down."""
-    cache_key = f"badge:{kind}:{period}:{badge_key}"
+    cache_key = badge_cache_key(kind, period, badge_key)
     try:
         cached = cache.get(cache_key)
     except Exception:  # the cache is down: a badge still answers, from the database
@@ -100,6 +100,11 @@ def _figure(badge_key: str, kind: str, period: str) -> Badge | None:
         except Exception:
             logger.warning("badge cache write failed", exc_info=True)
     return found
+
+
+def badge_cache_key(kind: str, period: str, badge_key: str) -> str:
+    """Where a badge's computed answer is kept (`period` is empty but for uptime)."""
+    return f"badge:{kind}:{period}:{badge_key}"
 
 
 def _compute(badge_key: str, kind: str, period: str) -> Badge | None:
