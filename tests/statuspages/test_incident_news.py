@@ -195,7 +195,11 @@ def test_an_automatic_incident_not_public_from_the_start_never_shows(
 
 
 def test_a_failing_cache_does_not_fail_the_update(
-    api: Any, cast: Any, world: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+    api: Any,
+    cast: Any,
+    world: dict[str, Any],
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     def broken(*args: Any, **kwargs: Any) -> None:
         raise ConnectionError("cache down")
@@ -213,3 +217,6 @@ def test_a_failing_cache_does_not_fail_the_update(
 
     assert created.status_code == 201, created.content
     assert Incident.objects.filter(title="Still-written-q8").exists()
+    said = [r for r in caplog.records if r.name == "statuspages.signals"]
+    assert said
+    assert all(r.levelname == "WARNING" and "not cleared" in r.getMessage() for r in said)
