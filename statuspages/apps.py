@@ -7,3 +7,9 @@ class StatuspagesConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
     name = "statuspages"
     verbose_name = "Status pages"
+
+    def ready(self) -> None:
+        """Hear monitoring's incident writes: the pages showing them are re-rendered at once."""
+        from statuspages.signals import connect
+
+        connect()

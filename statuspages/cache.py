@@ -3,10 +3,13 @@ outage costs one render every few seconds, not one per request.
 
 Per page and format one entry holds the body, its ETag, its Last-Modified and the page
 version it was rendered at. An entry is fresh for `FRESH_SECONDS` and while the page
-version is unchanged; `page_cache_bump` changes the version at once (page edits, incident
-updates). A stale entry is still served while one request, holding a `cache.add` lock,
-renders the new one (stale-while-revalidate): readers never queue behind a render, and at
-most one render runs per page and format. Only a cold cache makes readers wait, briefly,
+version is unchanged; `page_cache_bump` changes the version at once: after page edits
+(`statuspages.services.pages`) and, through `statuspages.signals`, after an incident the page
+shows is declared, edited, resolved or gets an update. Endpoint states and the incidents the
+check pipeline opens and resolves show through freshness alone. A stale entry is still
+served while one request, holding a `cache.add` lock, renders the new one
+(stale-while-revalidate): readers never queue behind a render, and at most one render runs
+per page and format. Only a cold cache makes readers wait, briefly,
 for the lock holder's render instead of each rendering it.
 
 Each process also keeps the entries it served: while one is fresh and the page version

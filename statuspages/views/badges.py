@@ -9,7 +9,8 @@ included, gets the same 404.
 
 Answers are computed at most once per `CACHE_SECONDS` per badge (Django's cache: Redis in
 production), so a README viewed by a crowd costs the database little; clients may keep
-them `MAX_AGE` seconds and then revalidate with the ETag.
+them `MAX_AGE` seconds and then revalidate with the ETag or Last-Modified (when the badge
+last said something else: kept with the computed answer, so it stays put while the words do).
 """
 
 import json
@@ -23,6 +24,7 @@ from django.core.cache import cache
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.utils import timezone
 from django.utils.cache import get_conditional_response, set_response_etag
+from django.utils.http import http_date
 from django.views.decorators.http import require_http_methods
 
 from healthmon.errors import PROBLEM_CONTENT_TYPE, ErrorCode, InvalidInput, problem
@@ -33,6 +35,10 @@ logger = logging.getLogger(__name__)
 # A state change shows on a badge within CACHE_SECONDS + MAX_AGE = 10 s, as on the page.
 CACHE_SECONDS = 5  # how stale a computed badge may be here
 MAX_AGE = 5  # shields.io, GitHub's image proxy and browsers keep a badge this long
+# How long a computed badge is kept past its freshness: what it said, and since when,
+# tell whether a badge computed again changed.
+KEEP_SECONDS = 3600
+_ENTRY_LENGTH = 5  # label, message, colour, computed at, modified at (epoch seconds)
 MAX_LABEL_LENGTH = 40
 SVG_CONTENT_TYPE = "image/svg+xml"
 # What `statuspages.models`'s keys look like (`token_urlsafe(16)`), loosely: anything else
@@ -48,12 +54,13 @@ def badge(request: HttpRequest, badge_key: str, kind: str, fmt: str) -> HttpResp
         period, label = _query(request, kind)
     except InvalidInput as exc:
         return _invalid(exc)
-    found = _figure(badge_key, kind, period) if _KEY.fullmatch(badge_key) else None
-    if found is None:
+    figure = _figure(badge_key, kind, period) if _KEY.fullmatch(badge_key) else None
+    if figure is None:
         return _not_found(fmt)
+    found, modified = figure
     if label:
         found = replace(found, label=label)
-    return _answer(request, found, fmt)
+    return _answer(request, found, fmt, modified)
 
 
 def _query(request: HttpRequest, kind: str) -> tuple[str, str]:
@@ -77,29 +84,44 @@ def _query(request: HttpRequest, kind: str) -> tuple[str, str]:
     return period, label
 
 
-def _figure(badge_key: str, kind: str, period: str) -> Badge | None:
-    """The badge under its default label, from the cache when computed lately; computed
-    afresh, uncached, while the cache is down."""
-    cache_key = f"badge:{kind}:{period}:{badge_key}"
+def _figure(badge_key: str, kind: str, period: str) -> tuple[Badge, int] | None:
+    """The badge under its default label and since when it says what it says (epoch
+    seconds, for Last-Modified), from the cache when computed lately; computed afresh,
+    uncached, while the cache is down."""
+    cache_key = badge_cache_key(kind, period, badge_key)
     try:
         cached = cache.get(cache_key)
     except Exception:  # the cache is down: a badge still answers, from the database
         logger.warning("badge cache read failed", exc_info=True)
-        return _compute(badge_key, kind, period)
+        found = _compute(badge_key, kind, period)
+        return None if found is None else (found, int(time.time()))
+    if cached is not None and len(cached) != _ENTRY_LENGTH:
+        cached = None  # written by an older release
     # The entry says when it was computed: its age is judged by our clock, not only by the
     # store's expiry (Redis keeps time of its own).
     if cached is not None and 0 <= time.time() - cached[3] < CACHE_SECONDS:
-        return Badge(*cached[:3])
+        return Badge(*cached[:3]), cached[4]
     found = _compute(badge_key, kind, period)
     # Not found is not cached: a page made public shows at once, and unknown keys
     # cannot fill the cache.
-    if found is not None:
-        try:
-            entry = (found.label, found.message, found.color, time.time())
-            cache.set(cache_key, entry, CACHE_SECONDS)
-        except Exception:
-            logger.warning("badge cache write failed", exc_info=True)
-    return found
+    if found is None:
+        return None
+    now = time.time()
+    # A badge computed anew that says the same keeps its Last-Modified: If-Modified-Since
+    # stays honest (and answered with 304) while nothing changes.
+    same = cached is not None and Badge(*cached[:3]) == found
+    modified = cached[4] if same else int(now)
+    try:
+        entry = (found.label, found.message, found.color, now, modified)
+        cache.set(cache_key, entry, KEEP_SECONDS)
+    except Exception:
+        logger.warning("badge cache write failed", exc_info=True)
+    return found, modified
+
+
+def badge_cache_key(kind: str, period: str, badge_key: str) -> str:
+    """Where a badge's computed answer is kept (`period` is empty but for uptime)."""
+    return f"badge:{kind}:{period}:{badge_key}"
 
 
 def _compute(badge_key: str, kind: str, period: str) -> Badge | None:
@@ -116,12 +138,19 @@ def _compute(badge_key: str, kind: str, period: str) -> Badge | None:
     return figures.response_time_badge(subject, now)
 
 
-def _answer(request: HttpRequest, found: Badge, fmt: str) -> HttpResponse:
-    """The badge with cache headers and an ETag; 304 when the client holds it already."""
+def _answer(request: HttpRequest, found: Badge, fmt: str, modified: int) -> HttpResponse:
+    """The badge with cache headers, an ETag and Last-Modified; 304 when the client holds
+    it already (by If-None-Match, else by If-Modified-Since)."""
     response = _render(found, fmt, 200)
     response["Cache-Control"] = f"public, max-age={MAX_AGE}"
+    response["Last-Modified"] = http_date(modified)
     set_response_etag(response)
-    return get_conditional_response(request, etag=response["ETag"], response=response) or response
+    return (
+        get_conditional_response(
+            request, etag=response["ETag"], last_modified=modified, response=response
+        )
+        or response
+    )
 
 
 def _render(found: Badge, fmt: str, status: int) -> HttpResponse:

@@ -10,6 +10,7 @@ import pytest
 import time_machine
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from django.utils.http import http_date, parse_http_date
 
 from alerts.models import MaintenanceWindow
 from monitoring.models import Endpoint, Incident, IncidentKind
@@ -536,6 +537,57 @@ def test_the_json_twin_has_its_own_etag_and_may_be_read_from_any_origin(client, 
     assert data["Access-Control-Allow-Origin"] == "*"
     assert data["X-Content-Type-Options"] == "nosniff"
     assert again.status_code == 304
+
+
+@pytest.mark.parametrize("fmt", ["svg", "json"])
+def test_badges_carry_last_modified_answered_with_304(client, checked, fmt):
+    endpoint = checked()
+    url = f"/badge/{endpoint.badge_key}/status.{fmt}"
+
+    with at(NOW):
+        first = client.get(url)
+        since = first["Last-Modified"]
+        held = client.get(url, HTTP_IF_MODIFIED_SINCE=since)
+        later = client.get(url, HTTP_IF_MODIFIED_SINCE=http_date(NOW.timestamp() + 60))
+        older = client.get(url, HTTP_IF_MODIFIED_SINCE=http_date(NOW.timestamp() - 60))
+        # If-None-Match, when sent, is the one judged (RFC 9110 13.2.2).
+        stale_tag = client.get(
+            url, HTTP_IF_MODIFIED_SINCE=since, HTTP_IF_NONE_MATCH='"something-else"'
+        )
+
+    assert first.status_code == 200
+    assert parse_http_date(since) == int(NOW.timestamp())
+    assert held.status_code == 304
+    assert held.content == b""
+    assert held["Last-Modified"] == since
+    assert held["ETag"] == first["ETag"]
+    assert later.status_code == 304
+    assert older.status_code == 200
+    assert older.content == first.content
+    assert stale_tag.status_code == 200
+
+
+def test_a_badge_keeps_its_last_modified_until_it_says_something_else(client, checked):
+    endpoint = checked()
+    url = f"/badge/{endpoint.badge_key}/status.svg"
+    fresh = badge_views.CACHE_SECONDS
+
+    with at(NOW):
+        first = client.get(url)
+    # Computed again past its cache period, saying the same: still the first's date.
+    with at(NOW + timedelta(seconds=3 * fresh)):
+        same = client.get(url, HTTP_IF_MODIFIED_SINCE=first["Last-Modified"])
+        again = client.get(url)
+    set_status(endpoint, "down")
+    with at(NOW + timedelta(seconds=6 * fresh)):
+        changed = client.get(url, HTTP_IF_MODIFIED_SINCE=first["Last-Modified"])
+
+    assert same.status_code == 304
+    assert again["Last-Modified"] == first["Last-Modified"]
+    assert changed.status_code == 200
+    assert ">down<" in changed.content.decode()
+    assert parse_http_date(changed["Last-Modified"]) == int(NOW.timestamp()) + 6 * fresh
+    assert changed["ETag"] != first["ETag"]
 
 
 def test_a_badge_is_computed_once_per_cache_period_and_then_follows_the_state(client, checked):

@@ -1,7 +1,6 @@
 """Custom domains: a registered page's domain serves that page's public routes at its root and
 nothing else of the app; every other unknown Host is still refused."""
 
-import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -9,10 +8,11 @@ import pytest
 from django.contrib.auth.hashers import make_password
 from django.test import Client
 
+from statuspages import validation
 from statuspages.middleware import domain_cache_forget
 from statuspages.models import StatusPage, Subscriber, Visibility
 from tests.conftest import Cast
-from tests.statuspages import fake_public
+from tests.helpers import assert_problem
 
 pytestmark = pytest.mark.django_db
 DOMAIN = "status.example.com"
@@ -35,33 +35,37 @@ def make_page(cast: Cast) -> Callable[..., StatusPage]:
     return make
 
 
-@pytest.fixture
-def stand_in_public(monkeypatch: pytest.MonkeyPatch) -> None:
-    """statuspages.views.public is written beside this branch: stand-ins until the merge."""
-    monkeypatch.setitem(sys.modules, "statuspages.views.public", fake_public)
-
-
 def on(host: str, **extra: Any) -> Client:
     return Client(HTTP_HOST=host, **extra)
 
 
-def test_custom_domain_serves_its_page_at_the_root(
-    make_page: Callable[..., StatusPage], stand_in_public: None
-) -> None:
+def test_custom_domain_serves_its_page_at_the_root(make_page: Callable[..., StatusPage]) -> None:
     make_page("acme", custom_domain=DOMAIN)
     make_page("globex", custom_domain="status.globex.test")
     response = on(DOMAIN).get("/")
     assert response.status_code == 200
-    assert b"acme status" in response.content
-    assert b"href='/summary.json'" in response.content  # links at the domain's root
-    assert on(DOMAIN).get("/summary.json").json() == {"page": {"name": "acme status"}}
-    assert on(DOMAIN).get("/history.atom").content == b"acme status"
-    assert on(DOMAIN).get("/history.rss").content == b"acme status"
-    assert b"globex status" in on("status.globex.test").get("/").content
+    assert response["Content-Type"] == "text/html; charset=utf-8"
+    html = response.content.decode()
+    assert "<h1>acme status</h1>" in html
+    for link in ("/summary.json", "/history.atom", "/history.rss"):
+        assert f'href="{link}"' in html, link  # links at the domain's root
+    summary = on(DOMAIN).get("/summary.json")
+    assert summary["Content-Type"] == "application/json"
+    assert summary.json()["page"]["name"] == "acme status"
+    assert summary.json()["page"]["url"] == f"https://{DOMAIN}/"
+    atom = on(DOMAIN).get("/history.atom")
+    assert atom["Content-Type"].startswith("application/atom+xml")
+    assert "acme status" in atom.content.decode()
+    rss = on(DOMAIN).get("/history.rss")
+    assert rss["Content-Type"].startswith("application/rss+xml")
+    assert "acme status" in rss.content.decode()
+    globex = on("status.globex.test").get("/").content.decode()
+    assert "<h1>globex status</h1>" in globex
+    assert "acme status" not in globex
 
 
 def test_custom_domain_host_is_matched_without_case_port_or_trailing_dot(
-    make_page: Callable[..., StatusPage], stand_in_public: None
+    make_page: Callable[..., StatusPage],
 ) -> None:
     make_page("acme", custom_domain=DOMAIN)
     for host in ("Status.Example.COM", f"{DOMAIN}:8443", f"{DOMAIN}."):
@@ -110,7 +114,7 @@ def test_app_host_is_unchanged(make_page: Callable[..., StatusPage]) -> None:
 
 
 def test_password_page_on_its_domain_unlocks_at_the_root(
-    make_page: Callable[..., StatusPage], stand_in_public: None
+    make_page: Callable[..., StatusPage],
 ) -> None:
     make_page("acme", Visibility.PASSWORD, custom_domain=DOMAIN)
     client = on(DOMAIN)
@@ -144,9 +148,7 @@ def test_unlock_on_a_domain_checks_csrf_against_that_domain(
     assert client.post("/unlock", {"csrfmiddlewaretoken": token}, **forged).status_code == 403
 
 
-def test_private_page_on_its_domain_is_the_same_404(
-    make_page: Callable[..., StatusPage], stand_in_public: None
-) -> None:
+def test_private_page_on_its_domain_is_the_same_404(make_page: Callable[..., StatusPage]) -> None:
     make_page("acme", Visibility.PRIVATE, custom_domain=DOMAIN)
     private = on(DOMAIN).get("/")
     missing = on(DOMAIN).get("/no-such-route")
@@ -236,3 +238,48 @@ def test_tls_ask_endpoint_answers_plain_http(
     client = Client()
     assert client.get("/status-domains/check", {"domain": DOMAIN}).status_code == 200
     assert client.get("/status/acme/unlock").status_code == 301  # the rest still redirects
+
+
+@pytest.mark.parametrize("written", [DOMAIN, "Status.Example.COM.", " status.example.com "])
+def test_a_domain_of_another_organizations_page_is_refused(
+    api: Any, cast: Cast, written: str
+) -> None:
+    StatusPage.objects.create(
+        organization=cast.other_org, name="Globex status", slug="globex", custom_domain=DOMAIN
+    )
+    owner = api.as_user(cast.owner)
+    body = {"name": "Acme status", "slug": "acme", "visibility": "public"}
+
+    created = owner.post("/api/v1/status-pages", {**body, "custom_domain": written}, format="json")
+
+    problem = assert_problem(created, 400, "validation_error")
+    assert problem["errors"] == {"custom_domain": [validation.DOMAIN_TAKEN]}
+    assert "Globex" not in created.content.decode()  # who holds it is never said
+    assert not StatusPage.objects.filter(organization=cast.org).exists()
+
+    made = owner.post("/api/v1/status-pages", body, format="json")
+    assert made.status_code == 201, made.content
+    page_id = made.json()["id"]
+    changed = owner.patch(
+        f"/api/v1/status-pages/{page_id}", {"custom_domain": written}, format="json"
+    )
+
+    problem = assert_problem(changed, 400, "validation_error")
+    assert problem["errors"] == {"custom_domain": [validation.DOMAIN_TAKEN]}
+    assert StatusPage.objects.get(pk=page_id).custom_domain is None
+    # The domain still serves the page that holds it.
+    assert "<h1>Globex status</h1>" in on(DOMAIN).get("/").content.decode()
+
+
+def test_a_domain_of_the_organizations_own_other_page_is_refused_too(
+    api: Any, cast: Cast, make_page: Callable[..., StatusPage]
+) -> None:
+    make_page("acme", custom_domain=DOMAIN)
+    created = api.as_user(cast.owner).post(
+        "/api/v1/status-pages",
+        {"name": "Second", "slug": "second", "visibility": "public", "custom_domain": DOMAIN},
+        format="json",
+    )
+
+    problem = assert_problem(created, 400, "validation_error")
+    assert problem["errors"] == {"custom_domain": [validation.DOMAIN_TAKEN]}

@@ -21,12 +21,6 @@ PAGE_PASSWORD = "correct horse battery"
 VARYING = {"x-request-id"}
 
 
-@pytest.fixture(autouse=True)
-def _gated_routes(settings: Any) -> None:
-    """The app's routes plus stand-in public views that go through the gates."""
-    settings.ROOT_URLCONF = "tests.statuspages.fake_public"
-
-
 @pytest.fixture
 def make_page(cast: Cast) -> Callable[..., StatusPage]:
     def make(slug: str, visibility: str = Visibility.PUBLIC, **fields: Any) -> StatusPage:

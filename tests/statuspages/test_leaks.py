@@ -1,8 +1,9 @@
 """Nothing private on a public route: endpoints whose targets, configs and errors hold
 hosts, ports and secrets, an incident with internal notes and a hidden one, members and
 subscribers with emails; then every public route of the page (HTML, summary.json, feeds,
-badges, its custom domain, the subscribe answer, a password page's form) is read and
-scanned for any of it."""
+badges, its custom domain and its feeds, the subscribe answer, the confirm and unsubscribe
+pages a subscriber's mail links to, a password page's form) is read and scanned for any of
+it."""
 
 from datetime import timedelta
 from typing import Any
@@ -12,7 +13,7 @@ from django.test import Client
 from django.utils import timezone
 
 from monitoring.models import CheckResult, Endpoint, Location
-from statuspages.models import StatusPage
+from statuspages.models import StatusPage, Subscriber
 
 TARGET_SECRET = "tgt-Pw-9931"
 QUERY_SECRET = "qs-S3cr3t-77"
@@ -152,8 +153,21 @@ def public_answers(world: dict[str, Any]) -> list[tuple[str, Any]]:
             paths += [f"/badge/{key}/{kind}.svg", f"/badge/{key}/{kind}.json"]
     answers = [(path, client.get(path, follow=True)) for path in paths]
     domain = Client(HTTP_HOST=DOMAIN)
-    answers += [(f"{DOMAIN}{p}", domain.get(p)) for p in ("/", "/summary.json", "/history.atom")]
+    feeds = ("/", "/summary.json", "/history.atom", "/history.rss")
+    answers += [(f"{DOMAIN}{p}", domain.get(p)) for p in feeds]
     answers.append(("subscribe", client.post("/status/acme/subscribe", {"email": SUBSCRIBER})))
+    # The pages a subscriber's mail links to, on the app and on the domain: the forms, then
+    # what confirming and unsubscribing answer, then a link that no longer works.
+    token = Subscriber.objects.get(page=page, email=SUBSCRIBER).token
+    for where, reader, prefix in (("", client, "/status/acme"), (DOMAIN, domain, "")):
+        for route in ("confirm", "unsubscribe"):
+            path = f"{prefix}/{route}/{token}"
+            answers.append((f"{where}{prefix}/{route} form", reader.get(path)))
+    answers.append(("/status/acme/confirm done", client.post(f"/status/acme/confirm/{token}")))
+    answers.append(
+        ("/status/acme/unsubscribe done", client.post(f"/status/acme/unsubscribe/{token}"))
+    )
+    answers.append(("/status/acme/confirm gone", client.get(f"/status/acme/confirm/{token}")))
     return answers
 
 
@@ -193,8 +207,23 @@ def test_no_public_route_shows_a_target_secret_error_note_or_email(world, cast):
             found = [secret for secret in found if secret != SUBSCRIBER]
         assert found == [], what
     shown = {what for what, r in answers if r.status_code == 200}
-    assert {"/status/acme", "/status/acme/summary.json", "/status/acme/history.atom"} <= shown
-    assert "A fix is rolling out." in dict(answers)["/status/acme"].content.decode()
+    assert {
+        "/status/acme",
+        "/status/acme/summary.json",
+        "/status/acme/history.atom",
+        "/status/acme/history.rss",
+        f"{DOMAIN}/history.atom",
+        f"{DOMAIN}/history.rss",
+        "/status/acme/confirm form",
+        "/status/acme/unsubscribe form",
+        f"{DOMAIN}/confirm form",
+        f"{DOMAIN}/unsubscribe form",
+        "/status/acme/confirm done",
+        "/status/acme/unsubscribe done",
+    } <= shown
+    assert not Subscriber.objects.filter(email=SUBSCRIBER).exists()  # unsubscribed indeed
+    for what in ("/status/acme", f"{DOMAIN}/history.atom", f"{DOMAIN}/history.rss"):
+        assert "A fix is rolling out." in dict(answers)[what].content.decode(), what
 
 
 def test_a_private_page_and_an_unknown_slug_answer_the_same_404(world, api, cast):
