@@ -192,32 +192,32 @@ def _successes_written(results: list[tuple[Delivery, Sent]], at: datetime) -> se
     statement = f"""
         WITH moved AS (
             UPDATE {quote(Delivery._meta.db_table)} AS d
-            SET status = %(delivered)s, delivered_at = %(now)s, next_attempt_at = NULL,
+            SET status = %(delivered)b, delivered_at = %(now)b, next_attempt_at = NULL,
                 last_error = ''
             WHERE d.id IN (
                 SELECT id FROM {quote(Delivery._meta.db_table)}
-                WHERE id = ANY(%(ids)s::uuid[]) AND status = %(pending)s
+                WHERE id = ANY(%(ids)b::uuid[]) AND status = %(pending)b
                 ORDER BY id FOR UPDATE
             )
             RETURNING d.id
         ), attempts AS (
             INSERT INTO {quote(DeliveryAttempt._meta.db_table)}
                 (delivery_id, attempted_at, ok, status_code, error, duration_ms)
-            SELECT a.id, %(at)s, true, a.code, a.error, a.ms
-            FROM unnest(%(ids)s::uuid[], %(codes)s::int4[], %(errors)s::text[],
-                        %(ms)s::float8[]) AS a(id, code, error, ms)
+            SELECT a.id, %(at)b, true, a.code, a.error, a.ms
+            FROM unnest(%(ids)b::uuid[], %(codes)b::int4[], %(errors)b::text[],
+                        %(ms)b::float8[]) AS a(id, code, error, ms)
         ), timeline AS (
             INSERT INTO {quote(IncidentActivity._meta.db_table)}
                 (id, incident_id, kind, at, text, detail)
-            SELECT l.id, l.incident_id, %(kind)s, %(now)s, l.text, l.detail::jsonb
-            FROM unnest(%(line_deliveries)s::uuid[], %(line_ids)s::uuid[],
-                        %(incidents)s::uuid[], %(texts)s::text[], %(details)s::text[])
+            SELECT l.id, l.incident_id, %(kind)b, %(now)b, l.text, l.detail::jsonb
+            FROM unnest(%(line_deliveries)b::uuid[], %(line_ids)b::uuid[],
+                        %(incidents)b::uuid[], %(texts)b::text[], %(details)b::text[])
                 AS l(delivery_id, id, incident_id, text, detail)
             JOIN moved ON moved.id = l.delivery_id
         ), cleared AS (
             UPDATE {quote(NotificationChannel._meta.db_table)}
             SET consecutive_failures = 0, failing_since = NULL
-            WHERE id = ANY(%(channels)s::uuid[])
+            WHERE id = ANY(%(channels)b::uuid[])
               AND (consecutive_failures <> 0 OR failing_since IS NOT NULL)
         )
         SELECT id FROM moved
