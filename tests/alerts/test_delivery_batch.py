@@ -260,3 +260,23 @@ def test_a_success_another_task_recorded_first_gets_no_second_timeline_line(
     lines = IncidentActivity.objects.filter(kind=ActivityKind.DELIVERED)
     assert [line.detail["delivery"] for line in lines] == [items[1][0]]
     assert Delivery.objects.get(pk=overtaken).delivered_at is None  # left as the other wrote it
+
+
+def test_a_batch_claims_each_delivery_at_the_attempts_it_was_queued_with(
+    cast, make_endpoint, receiver, caught, django_capture_on_commit_callbacks
+):
+    webhook(cast, receiver.url)
+    down(cast, make_endpoint, django_capture_on_commit_callbacks, 3)
+    ((items,),) = caught
+    first, retried, stale = (uuid.UUID(pk) for pk, _ in items)
+    Delivery.objects.filter(pk=retried).update(attempts=1)  # one attempt made before
+
+    statuses = deliveries_attempt(items=[(first, 0), (retried, 1), (stale, 1)])
+
+    assert statuses == {"delivered": 2}
+    assert sorted(r.headers["x-healthmon-delivery"] for r in receiver.requests) == sorted(
+        str(d.event_id) for d in Delivery.objects.filter(pk__in=[first, retried])
+    )
+    attempts = dict(Delivery.objects.values_list("pk", "attempts"))
+    assert (attempts[first], attempts[retried], attempts[stale]) == (1, 2, 0)
+    assert Delivery.objects.get(pk=stale).status == "pending"  # left to its own task
