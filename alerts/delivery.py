@@ -344,6 +344,14 @@ def outcome_activity(
     """The incident's timeline line (unsaved) for a delivery that ended: the channel's kind
     and name, the event, the outcome; never its URL or the error's text (either may hold a
     secret), only an HTTP status."""
+    kind, text, detail = outcome_line(delivery, sent, delivered=delivered)
+    return IncidentActivity(incident_id=incident_id, kind=kind, text=text, detail=detail)
+
+
+def outcome_line(
+    delivery: Delivery, sent: Sent, *, delivered: bool
+) -> tuple[str, str, dict[str, str]]:
+    """The kind, text and detail of a delivery's timeline line (`outcome_activity`)."""
     channel = delivery.channel
     label = f"{_KIND_WORDS.get(channel.kind, channel.kind)} “{channel.name}”"
     if delivered:
@@ -352,17 +360,14 @@ def outcome_activity(
         tries = f"{delivery.attempts} attempt{'s' if delivery.attempts != 1 else ''}"
         code = f" (HTTP {sent.status_code})" if sent.status_code else ""
         text = f"{label}: {delivery.event} failed after {tries}{code}"
-    return IncidentActivity(
-        incident_id=incident_id,
-        kind=ActivityKind.DELIVERED if delivered else ActivityKind.DELIVERY_FAILED,
-        text=text[:500],
-        detail={
-            "delivery": str(delivery.pk),
-            "channel": str(channel.pk),
-            "channel_kind": channel.kind,
-            "event": delivery.event,
-        },
-    )
+    detail = {
+        "delivery": str(delivery.pk),
+        "channel": str(channel.pk),
+        "channel_kind": channel.kind,
+        "event": delivery.event,
+    }
+    kind = ActivityKind.DELIVERED if delivered else ActivityKind.DELIVERY_FAILED
+    return kind, text[:500], detail
 
 
 def _backoff(attempt: int, base: float, cap: float = 3600.0) -> timedelta:

@@ -1,29 +1,35 @@
-"""Outbound requests of notifications: `requests`, through the probes' network policy.
+"""Outbound requests of notifications: urllib3, through the probes' network policy.
 
 Every connection is made to an address the policy allows, checked on the resolved address
 (not the name) just before dialling, so a name that resolves to a private address, a
 numeric form or DNS rebinding cannot reach one. Redirects are never followed: a webhook
 that answers 3xx has not taken the event (GitHub and Stripe webhooks behave the same).
-Proxies from the environment are ignored, so the policy sees the real destination.
+Proxies from the environment are ignored (urllib3 reads none), so the policy sees the real
+destination. Certificates are checked against certifi's bundle, as `requests` checks them.
 """
 
 import contextlib
-import http.cookiejar
 import ipaddress
 import os
 import socket
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any
 from urllib.parse import urlsplit
 
-import requests
+import certifi
 from django.conf import settings
-from requests.adapters import HTTPAdapter
+from urllib3 import BaseHTTPResponse, PoolManager
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
-from urllib3.exceptions import NewConnectionError
+from urllib3.exceptions import (
+    ConnectTimeoutError,
+    HTTPError,
+    NewConnectionError,
+    ProtocolError,
+    ReadTimeoutError,
+    SSLError,
+)
 from urllib3.util import connection
 
 from monitoring.probes.network import (
@@ -108,18 +114,6 @@ class _PolicyHTTPSPool(HTTPSConnectionPool):
     ConnectionCls = _PolicyHTTPSConnection
 
 
-class PolicyAdapter(HTTPAdapter):
-    """requests' adapter whose pools connect through the network policy."""
-
-    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
-        """Swap in the policy's connection pools for both schemes."""
-        super().init_poolmanager(*args, **kwargs)
-        self.poolmanager.pool_classes_by_scheme = {
-            "http": _PolicyHTTPPool,
-            "https": _PolicyHTTPSPool,
-        }
-
-
 @dataclass(frozen=True)
 class Sent:
     """What one attempt observed."""
@@ -130,13 +124,11 @@ class Sent:
     duration_ms: float
 
 
-def _session() -> requests.Session:
-    session = requests.Session()
-    session.trust_env = False  # no proxies from the environment: the policy sees the peer
-    adapter = PolicyAdapter(max_retries=0)
-    session.mount("http://", adapter)
-    session.mount("https://", adapter)
-    return session
+def _manager() -> PoolManager:
+    """A pool manager whose pools dial through the policy: never retries, never redirects."""
+    manager = PoolManager(retries=False, cert_reqs="CERT_REQUIRED", ca_certs=certifi.where())
+    manager.pool_classes_by_scheme = {"http": _PolicyHTTPPool, "https": _PolicyHTTPSPool}
+    return manager
 
 
 # A reply this short (by its Content-Length) is read, so that its connection is kept for the
@@ -145,39 +137,46 @@ KEEP_ALIVE_REPLY_BYTES = 16384
 _pooled = threading.local()
 
 
-def pooled_session() -> requests.Session:
-    """This thread's session, kept between sends so that a worker reuses its connections
-    to a receiver (a new one in a forked child: connections are not shared across a fork).
-    Every connection it opens is still dialled through the network policy."""
+def pooled_manager() -> PoolManager:
+    """This thread's urllib3 pool manager, kept between sends so that a worker reuses its
+    connections to a receiver (a new one in a forked child: connections are not shared
+    across a fork). Every connection it opens is still dialled through the network policy.
+
+    urllib3 itself, not `requests` over it: a session's preparing, hooks and adapters were
+    half the CPU of a send (bench/README.md, incident_storm.py), and the transport needs
+    none of them (no cookies, auth, proxies, redirects or retries)."""
     # A change of the policy's settings (tests override them) drops the kept connections.
     owner = (os.getpid(), settings.PROBE_ALLOW_PRIVATE_NETWORKS, *settings.PROBE_ALLOWED_NETWORKS)
     if getattr(_pooled, "owner", None) != owner:
-        if getattr(_pooled, "session", None) is not None:
-            _pooled.session.close()
-        _pooled.session, _pooled.owner = _session(), owner
-        # Kept for good: a receiver's cookies would pile up in it (they are never sent).
-        _pooled.session.cookies.set_policy(http.cookiejar.DefaultCookiePolicy(allowed_domains=[]))
-    session: requests.Session = _pooled.session
-    return session
+        if getattr(_pooled, "manager", None) is not None:
+            _pooled.manager.clear()
+        _pooled.manager, _pooled.owner = _manager(), owner
+    manager: PoolManager = _pooled.manager
+    return manager
 
 
-def _release(response: requests.Response) -> None:
+def _release(response: BaseHTTPResponse) -> None:
     """Done with a reply (the status says it all): a short body is read so the connection
     goes back to the pool, anything else closes it."""
     length = response.headers.get("Content-Length", "")
     if length.isdigit() and int(length) <= KEEP_ALIVE_REPLY_BYTES:
-        with contextlib.suppress(requests.RequestException):
-            response.content  # noqa: B018 (read whole: the connection is clean for reuse)
-    response.close()
+        with contextlib.suppress(HTTPError, OSError):
+            response.read()  # whole: the connection is clean for reuse
+            response.release_conn()
+            return
+    response.close()  # the connection with it: never handed out again half-read
+    response.release_conn()
 
 
-def _describe(exc: requests.RequestException) -> str:
+def _describe(exc: Exception) -> str:
     if refused_by_policy(exc):
         return f"{NOT_ALLOWED} (network policy)"
     text = str(exc)
-    if isinstance(exc, requests.Timeout):
+    # urllib3 counts a connection that failed as a connect timeout (NewConnectionError).
+    timed_out = isinstance(exc, ConnectTimeoutError | ReadTimeoutError)
+    if timed_out and not isinstance(exc, NewConnectionError):
         return "timed out"
-    if isinstance(exc, requests.ConnectionError):
+    if isinstance(exc, NewConnectionError | ProtocolError | SSLError | OSError):
         for phrase, said in (("cannot resolve", "cannot resolve the host"), ("refused", "refused")):
             if phrase in text:
                 return f"connection failed: {said}"
@@ -192,22 +191,19 @@ def post_json(url: str, body: bytes, headers: dict[str, str], timeout: float) ->
     """
     started = time.perf_counter()
     try:
-        # Prepared here and sent as is: the session adds nothing (no cookies, auth or
-        # environment), and merging its settings cost a third of a send.
-        request = requests.PreparedRequest()
-        request.prepare(
-            method="POST",
-            url=url,
+        response = pooled_manager().urlopen(
+            "POST",
+            url,
+            body=body,
             headers={"Content-Type": "application/json", "User-Agent": USER_AGENT, **headers},
-            data=body,
-        )
-        response = pooled_session().send(
-            request, timeout=timeout, allow_redirects=False, stream=True
+            timeout=timeout,
+            redirect=False,
+            preload_content=False,
         )
         _release(response)
-    except requests.RequestException as exc:
+    except (HTTPError, OSError) as exc:
         return Sent(False, None, _describe(exc)[:MAX_ERROR_LENGTH], _ms(started))
-    code = response.status_code
+    code = response.status
     if 200 <= code < 300:
         return Sent(True, code, "", _ms(started))
     error = f"HTTP {code}"

@@ -14,11 +14,12 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from alerts import delivery as delivery_module
-from alerts import transport
+from alerts import delivery_batch, transport
 from alerts.delivery import BATCH_SIZE, deliveries_dispatch
 from alerts.delivery_batch import RECORD_EVERY, deliveries_attempt
-from alerts.models import Delivery, DeliveryAttempt, DeliveryStatus
+from alerts.models import Delivery, DeliveryAttempt, DeliveryStatus, NotificationChannel
 from alerts.tasks import deliver
+from monitoring.models import ActivityKind, IncidentActivity
 from tests.alerts.receiver import Receiver, _Handler, webhook
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("loopback_allowed")]
@@ -200,3 +201,82 @@ def test_a_server_answering_a_long_body_gets_a_fresh_connection_each_time() -> N
     finally:
         peer.stop()
     assert len(set(peer.ports)) == 2  # the unread reply's connection was not reused
+
+
+def test_a_batch_records_attempts_timeline_lines_and_clears_its_channels_failures(
+    cast, make_endpoint, receiver, caught, django_capture_on_commit_callbacks
+):
+    hook = webhook(cast, receiver.url)
+    NotificationChannel.objects.filter(pk=hook.pk).update(
+        consecutive_failures=2, failing_since=timezone.now()
+    )
+    down(cast, make_endpoint, django_capture_on_commit_callbacks, 3)
+    before = timezone.now()
+    for args in caught:
+        deliver(*args)
+
+    hook.refresh_from_db()
+    assert (hook.consecutive_failures, hook.failing_since) == (0, None)
+    rows = Delivery.objects.filter(channel=hook)
+    assert {(d.status, d.attempts, d.last_error, d.next_attempt_at) for d in rows} == {
+        ("delivered", 1, "", None)
+    }
+    assert all(d.delivered_at >= before for d in rows)
+    tries = DeliveryAttempt.objects.filter(delivery__channel=hook)
+    assert sorted(t.delivery_id for t in tries) == sorted(d.pk for d in rows)
+    assert {(t.ok, t.status_code, t.error) for t in tries} == {(True, 200, "")}
+    assert all(t.duration_ms > 0 and t.attempted_at >= before for t in tries)
+    lines = IncidentActivity.objects.filter(kind=ActivityKind.DELIVERED)
+    assert sorted((line.incident_id, line.detail["delivery"]) for line in lines) == sorted(
+        (d.incident_id, str(d.pk)) for d in rows
+    )
+    assert {line.text for line in lines} == {"Webhook “Ops hook”: incident.opened delivered"}
+    assert {
+        (line.detail["channel"], line.detail["channel_kind"], line.detail["event"])
+        for line in lines
+    } == {(str(hook.pk), "webhook", "incident.opened")}
+    assert all(line.at >= before for line in lines)
+
+
+def test_a_success_another_task_recorded_first_gets_no_second_timeline_line(
+    cast, make_endpoint, receiver, caught, django_capture_on_commit_callbacks, monkeypatch
+):
+    webhook(cast, receiver.url)
+    down(cast, make_endpoint, django_capture_on_commit_callbacks, 2)
+    ((items,),) = caught
+    overtaken = uuid.UUID(items[0][0])
+    sends = delivery_batch._try
+
+    def raced(delivery: Delivery) -> transport.Sent:
+        sent = sends(delivery)
+        if delivery.pk == overtaken:  # a duplicate task delivered it meanwhile
+            Delivery.objects.filter(pk=overtaken).update(status=DeliveryStatus.DELIVERED)
+        return sent
+
+    monkeypatch.setattr(delivery_batch, "_try", raced)
+    deliver(items)
+
+    assert DeliveryAttempt.objects.count() == 2  # both attempts were made: both recorded
+    lines = IncidentActivity.objects.filter(kind=ActivityKind.DELIVERED)
+    assert [line.detail["delivery"] for line in lines] == [items[1][0]]
+    assert Delivery.objects.get(pk=overtaken).delivered_at is None  # left as the other wrote it
+
+
+def test_a_batch_claims_each_delivery_at_the_attempts_it_was_queued_with(
+    cast, make_endpoint, receiver, caught, django_capture_on_commit_callbacks
+):
+    webhook(cast, receiver.url)
+    down(cast, make_endpoint, django_capture_on_commit_callbacks, 3)
+    ((items,),) = caught
+    first, retried, stale = (uuid.UUID(pk) for pk, _ in items)
+    Delivery.objects.filter(pk=retried).update(attempts=1)  # one attempt made before
+
+    statuses = deliveries_attempt(items=[(first, 0), (retried, 1), (stale, 1)])
+
+    assert statuses == {"delivered": 2}
+    assert sorted(r.headers["x-healthmon-delivery"] for r in receiver.requests) == sorted(
+        str(d.event_id) for d in Delivery.objects.filter(pk__in=[first, retried])
+    )
+    attempts = dict(Delivery.objects.values_list("pk", "attempts"))
+    assert (attempts[first], attempts[retried], attempts[stale]) == (1, 2, 0)
+    assert Delivery.objects.get(pk=stale).status == "pending"  # left to its own task
