@@ -57,6 +57,12 @@ class _PreparedCursor(psycopg.Cursor[Any]):
         super().execute(query, params, prepare=prepare, binary=binary)
         return self
 
+    def _send_query_prepared(self, name: bytes, pgq: Any, *, binary: bool | None = None) -> None:
+        # psycopg keeps the statement it ran only when it ran it unprepared; Django's query
+        # log (DEBUG, CaptureQueriesContext) reads it from there, and logged None instead.
+        self._query = pgq
+        super()._send_query_prepared(name, pgq, binary=binary)
+
 
 @contextmanager
 def bound_cursor() -> Iterator[CursorWrapper]:
