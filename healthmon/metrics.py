@@ -73,10 +73,20 @@ UNMATCHED = "unmatched"  # a 404 outside every route: one label, not one per URL
 def checks_observed(*, kinds: Sequence[tuple[str, bool, float | None]]) -> None:
     """Count stored checks, given as (endpoint type, ok, response time in ms or None);
     a check with no time counts but adds nothing to the duration histogram."""
+    # Counted per (type, result) and timed per type: a batch has few of them, and looking
+    # the labelled child up per check cost more than counting.
+    counts: dict[tuple[str, bool], int] = {}
+    times: dict[str, list[float]] = {}
     for kind, ok, response_time_ms in kinds:
-        CHECKS.labels(type=kind, result="ok" if ok else "failed").inc()
+        counts[kind, ok] = counts.get((kind, ok), 0) + 1
         if response_time_ms is not None:
-            CHECK_DURATION.labels(type=kind).observe(max(response_time_ms, 0.0) / 1000)
+            times.setdefault(kind, []).append(max(response_time_ms, 0.0) / 1000)
+    for (kind, ok), count in counts.items():
+        CHECKS.labels(type=kind, result="ok" if ok else "failed").inc(count)
+    for kind, seconds in times.items():
+        observe = CHECK_DURATION.labels(type=kind).observe
+        for value in seconds:
+            observe(value)
 
 
 def dispatch_observed(*, claimed: int, lag_seconds: float) -> None:

@@ -229,3 +229,64 @@ def test_a_batch_costs_a_fixed_number_of_statements_whatever_its_size(cast, make
     # The lock, the taken slots, the rollups (one statement for the three tiers), the
     # open incidents, the endpoints' state; the COPY runs beside them, on psycopg's cursor.
     assert large == ["BEGIN", "SELECT", "SELECT", "WITH", "SELECT", "UPDATE", "COMMIT"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_locked_endpoints_hold_what_the_orm_loads(fleet):
+    for round_ in range(3):  # statuses, streaks and timestamps set
+        checks_record(outcomes=batch(fleet, round_))
+    names = [
+        f.attname for f in Endpoint._meta.concrete_fields if f.attname not in ("target", "config")
+    ]
+    with transaction.atomic():
+        locked = monitoring_checks.endpoints_lock(ids=[e.pk for e in fleet])
+        orm = {e.pk: e for e in Endpoint.objects.select_related("project")}
+        for pk, endpoint in locked.items():
+            assert {n: getattr(endpoint, n) for n in names} == {
+                n: getattr(orm[pk], n) for n in names
+            }
+            assert endpoint._state.adding is False
+            assert endpoint._state.db == "default"
+            assert endpoint.project.organization_id == orm[pk].project.organization_id
+            assert endpoint.get_deferred_fields() == {"target", "config"}
+            assert endpoint.target == orm[pk].target  # deferred, loaded on use
+    assert len(locked) == 12
+
+
+@pytest.mark.django_db(transaction=True)
+def test_open_incidents_are_found_as_the_orm_finds_them(fleet):
+    for round_ in range(3):  # every fourth check fails: some endpoints go down
+        checks_record(
+            outcomes=[outcome(e, 3, T0 + timedelta(seconds=30 * round_)) for e in fleet[:5]]
+        )
+    ids = [e.pk for e in fleet]
+    found = monitoring_checks._open_incidents(ids)
+    orm = list(Incident.objects.open().filter(endpoint_id__in=ids))
+    fields = [f.attname for f in Incident._meta.concrete_fields]
+
+    def values(incidents):
+        return sorted(tuple(getattr(i, n) for n in fields) for i in incidents)
+
+    assert len(orm) == 5
+    assert values(found) == values(orm)
+    assert {i._state.adding for i in found} == {False}
+
+
+@pytest.mark.postgres("prepared statements are PostgreSQL's")
+@pytest.mark.django_db(transaction=True)
+def test_a_batchs_bulk_statements_are_prepared_once_per_connection(fleet):
+    for round_ in range(3):
+        checks_record(outcomes=batch(fleet, round_))
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT statement FROM pg_prepared_statements WHERE from_sql = false")
+        prepared = [row[0] for row in cursor.fetchall()]
+
+    def kinds(mark: str) -> int:
+        return sum(mark in statement for statement in prepared)
+
+    # One prepared statement each, reused by every batch after the first.
+    assert kinds("FOR NO KEY UPDATE") == 1  # the lock
+    assert kinds('SELECT endpoint_id, scheduled_for, location FROM "monitoring_checkresult"') == 1
+    assert kinds("analytics_rollup_1d") == 1  # the three tiers' one statement
+    assert kinds('FROM "monitoring_incident"') == 1
+    assert kinds('UPDATE "monitoring_endpoint"') == 1
