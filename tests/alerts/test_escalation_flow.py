@@ -20,7 +20,7 @@ from alerts.escalation_validation import StepInput
 from alerts.models import Delivery, Escalation, MaintenanceWindow, NotificationEvent
 from alerts.services import escalation as escalation_module
 from alerts.services import escalation_key, escalations_run
-from alerts.tasks import dispatch_deliveries
+from alerts.tasks import dispatch_deliveries, run_escalations
 from monitoring.models import ActivityKind, Incident, IncidentActivity
 from tests.alerts.receiver import Receiver, webhook
 
@@ -346,3 +346,37 @@ def test_a_step_waiting_out_a_retry_is_not_sent_once_acknowledged_by_a_real_path
         event=NotificationEvent.ESCALATED,
     )
     assert (step.status, step.last_error) == ("suppressed", OVERTAKEN)
+
+
+def test_beat_runs_the_escalation_loop_every_30_seconds_or_less():
+    entry = settings.CELERY_BEAT_SCHEDULE["run-escalations"]
+
+    assert entry["task"] == run_escalations.name
+    assert 0 < entry["schedule"] <= 30
+
+
+def test_each_step_and_reminder_is_sent_by_the_first_beat_run_after_it_is_due(
+    cast, endpoint, policy, peers, go_down, django_capture_on_commit_callbacks
+):
+    # The worst phase of beat: a run lands just before each send is due, so the next one,
+    # a beat interval later, sends it; it must be within 30 s of due.
+    capture = django_capture_on_commit_callbacks
+    interval = timedelta(seconds=settings.CELERY_BEAT_SCHEDULE["run-escalations"]["schedule"])
+    incident = open_incident(endpoint, go_down)
+    sends = [  # (due, step index, reminder)
+        (T0, 0, 0),
+        (T0 + timedelta(minutes=5), 1, 0),
+        (T0 + timedelta(minutes=15), 2, 0),
+        (T0 + timedelta(minutes=45), 2, 1),
+    ]
+
+    for due, index, reminder in sends:
+        assert at(due - timedelta(seconds=1), capture) == 0  # not early
+        assert at(due - timedelta(seconds=1) + interval, capture) == 1
+        delivery = Delivery.objects.get(event_id=escalation_key(incident.pk, index, reminder))
+        assert delivery.status == "delivered"
+        assert delivery.delivered_at is not None
+        assert timedelta(0) <= delivery.delivered_at - due <= timedelta(seconds=30)
+
+    assert received(peers["B"]) == [("incident.escalated", 1, 0), ("incident.escalated", 2, 0)]
+    assert received(peers["C"]) == [("incident.escalated", 3, 0), ("incident.escalated", 3, 1)]
