@@ -90,23 +90,30 @@ def open_incident(endpoint, go_down) -> Incident:
     return endpoint.incidents.get()
 
 
-def by_api(cast: Any, api: Any, client: Client, incident: Incident, peer: Receiver) -> None:
+def by_api(cast: Any, api: Any, incident: Incident, peer: Receiver) -> None:
     """`POST /api/v1/incidents/{id}/acknowledge`, as a member."""
     response = api.as_user(cast.member).post(f"/api/v1/incidents/{incident.pk}/acknowledge")
     assert response.status_code == 200, response.content
 
 
-def by_page(cast: Any, api: Any, client: Client, incident: Incident, peer: Receiver) -> None:
-    """The incident page's button: the form the page shows, posted as a member."""
-    client.force_login(cast.member)
-    page = client.get(f"/incidents/{incident.pk}").content.decode()
-    action = re.search(r'action="(/incidents/[^"]+/acknowledge)"', page)
-    assert action is not None, "no acknowledge button on the page"
-    response = client.post(action[1])
+def by_page(cast: Any, api: Any, incident: Incident, peer: Receiver) -> None:
+    """The incident page's button: the form the page shows, posted as a browser posts it
+    (CSRF checked, its token from the form), signed in as a member."""
+    browser = Client(enforce_csrf_checks=True)
+    browser.force_login(cast.member)
+    page = browser.get(f"/incidents/{incident.pk}").content.decode()
+    form = re.search(
+        r'<form method="post" action="(/incidents/[^"]+/acknowledge)">\s*'
+        r'<input type="hidden" name="csrfmiddlewaretoken" value="([^"]+)">',
+        page,
+    )
+    assert form is not None, "no acknowledge button on the page"
+    response = browser.post(form[1], {"csrfmiddlewaretoken": form[2]})
     assert response.status_code == 302
+    assert response["Location"] == f"/incidents/{incident.pk}"
 
 
-def by_link(cast: Any, api: Any, client: Client, incident: Incident, peer: Receiver) -> None:
+def by_link(cast: Any, api: Any, incident: Incident, peer: Receiver) -> None:
     """The one-click link of the last message the peer got, posted with no login."""
     link = json.loads(peer.requests[-1].body)["incident"]["ack_url"]
     assert link.startswith(settings.WEB_BASE_URL + "/ack/")
@@ -115,7 +122,7 @@ def by_link(cast: Any, api: Any, client: Client, incident: Incident, peer: Recei
 
 
 ACKNOWLEDGE = {"api": by_api, "page": by_page, "link": by_link}
-Acknowledge = Callable[[Any, Any, Client, Incident, Receiver], None]
+Acknowledge = Callable[[Any, Any, Incident, Receiver], None]
 
 
 def test_three_steps_then_reminders_reach_each_receiver_once_in_order(
@@ -184,7 +191,7 @@ def test_acknowledged_after_step_two_nothing_more_is_sent(
 
 @pytest.mark.parametrize("via", ACKNOWLEDGE)
 def test_acknowledged_after_step_two_by_a_real_path_nothing_more_is_sent(
-    cast, api, client, endpoint, policy, peers, go_down, django_capture_on_commit_callbacks, via
+    cast, api, endpoint, policy, peers, go_down, django_capture_on_commit_callbacks, via
 ):
     # As above, acknowledged the ways people do: the API, the page's button, the link in
     # the step's own message. The beat's delivery sweep runs too (announcing it).
@@ -194,7 +201,7 @@ def test_acknowledged_after_step_two_by_a_real_path_nothing_more_is_sent(
     at(T0 + timedelta(seconds=5), capture)
     at(T0 + timedelta(minutes=5), capture)
     with time_machine.travel(T0 + timedelta(minutes=6), tick=False):
-        acknowledge(cast, api, client, incident, peers["B"])
+        acknowledge(cast, api, incident, peers["B"])
     incident.refresh_from_db()
     assert incident.acknowledged_via == via
 
@@ -324,7 +331,7 @@ def test_a_step_waiting_out_a_retry_is_not_sent_once_acknowledged(
 
 @pytest.mark.parametrize("via", ACKNOWLEDGE)
 def test_a_step_waiting_out_a_retry_is_not_sent_once_acknowledged_by_a_real_path(
-    cast, api, client, endpoint, policy, peers, go_down, django_capture_on_commit_callbacks, via
+    cast, api, endpoint, policy, peers, go_down, django_capture_on_commit_callbacks, via
 ):
     capture = django_capture_on_commit_callbacks
     acknowledge: Acknowledge = ACKNOWLEDGE[via]
@@ -333,7 +340,7 @@ def test_a_step_waiting_out_a_retry_is_not_sent_once_acknowledged_by_a_real_path
     at(T0 + timedelta(minutes=0.1), capture)
     assert received(peers["B"]) == [("incident.escalated", 1, 0)]
     with time_machine.travel(T0 + timedelta(minutes=1), tick=False):
-        acknowledge(cast, api, client, incident, peers["B"])
+        acknowledge(cast, api, incident, peers["B"])
 
     for minutes in (3, 10, 30):
         at(T0 + timedelta(minutes=minutes), capture, run=deliveries_dispatch)
