@@ -2,8 +2,10 @@
 named at once (with the step it is in), foreign ids refused, and the audit log."""
 
 import uuid
+from datetime import timedelta
 
 import pytest
+from django.core import mail
 from django.utils import timezone
 
 from accounts.models import AuditEvent
@@ -11,6 +13,7 @@ from accounts.services import project_create
 from alerts import services
 from alerts.escalation_validation import StepInput
 from alerts.models import Escalation, EscalationPolicy, EscalationStep
+from alerts.services import escalations_run
 from monitoring.models import Incident
 from tests.helpers import assert_problem, queries_of_get
 
@@ -269,3 +272,123 @@ def test_the_list_reads_a_bounded_number_of_queries(api, cast, make_endpoint):
 
     assert queries_of_get(api, URL) == few
     assert len(api.get(URL).json()["results"]) == 9
+
+
+# --- Scope: projects and endpoints ------------------------------------------------------------
+
+
+def test_a_policy_attached_to_projects_and_endpoints_reads_back_in_the_contract_shape(
+    api, cast, make_endpoint
+):
+    other = project_create(organization=cast.org, name="Payments")
+    near, far = make_endpoint(cast.project, name="Checkout"), make_endpoint(other, name="Cards")
+    ops = channel(cast.org)
+    payload = body(ops, projects=[str(cast.project.pk), str(other.pk)])
+    payload["endpoints"] = [str(far.pk), str(near.pk)]
+
+    response = api.as_user(cast.admin).post(URL, payload, format="json")
+
+    assert response.status_code == 201, response.content
+    created = response.json()
+    assert created["projects"] == sorted([str(cast.project.pk), str(other.pk)])
+    assert created["endpoints"] == sorted([str(near.pk), str(far.pk)])
+    assert created["steps"] == [{"after_minutes": 0, "channels": [str(ops.pk)]}]
+    assert api.get(f"{URL}/{created['id']}").json() == created
+    assert api.get(URL).json()["results"] == [created]
+    policy = EscalationPolicy.objects.get()
+    assert set(policy.projects.all()) == {cast.project, other}
+    assert set(policy.endpoints.all()) == {near, far}
+    # A PATCH of one scope leaves the other as it was.
+    narrowed = api.patch(f"{URL}/{policy.pk}", {"endpoints": [str(near.pk)]}, format="json")
+    assert narrowed.status_code == 200, narrowed.content
+    assert (narrowed.json()["projects"], narrowed.json()["endpoints"]) == (
+        created["projects"],
+        [str(near.pk)],
+    )
+
+
+@pytest.mark.parametrize("field", ["projects", "endpoints"])
+def test_a_project_or_endpoint_of_another_organization_is_a_400_naming_the_field(
+    api, cast, make_endpoint, field
+):
+    foreign = {
+        "projects": lambda: cast.other_project,
+        "endpoints": lambda: make_endpoint(cast.other_project, name="Theirs"),
+    }[field]()
+    api.as_user(cast.owner)
+
+    created = api.post(URL, {**body(channel(cast.org)), field: [str(foreign.pk)]}, format="json")
+
+    errors = assert_problem(created, 400, "validation_error")["errors"]
+    assert set(errors) == {field}
+    assert not EscalationPolicy.objects.exists()
+    policy = make_policy(cast, projects=[cast.project])
+    patched = api.patch(f"{URL}/{policy.pk}", {field: [str(foreign.pk)]}, format="json")
+    assert set(assert_problem(patched, 400, "validation_error")["errors"]) == {field}
+    assert list(policy.projects.all()) == [cast.project]
+    assert not policy.endpoints.exists()
+    unknown = api.patch(f"{URL}/{policy.pk}", {field: [str(uuid.uuid4())]}, format="json")
+    assert set(assert_problem(unknown, 400, "validation_error")["errors"]) == {field}
+
+
+def _policy_over_api(api, cast, name, address, **scope):
+    """A one-step policy created over the API, paging a channel that hears nothing else."""
+    mailbox = services.channel_create(
+        organization=cast.org,
+        name=name,
+        kind="email",
+        config={"addresses": [address], "to_members": False},
+        events=[],
+    )
+    payload = {
+        "name": name,
+        "steps": [{"after_minutes": 0, "channels": [str(mailbox.pk)]}],
+        **{key: [str(item.pk) for item in items] for key, items in scope.items()},
+    }
+    response = api.post(URL, payload, format="json")
+    assert response.status_code == 201, response.content
+    return response.json()["id"]
+
+
+@pytest.mark.parametrize("endpoint_policy_first", [True, False])
+def test_the_most_specific_policy_wins_endpoint_over_project_over_organization(
+    api, cast, make_endpoint, go_down, django_capture_on_commit_callbacks, endpoint_policy_first
+):
+    named = make_endpoint(cast.project, name="Checkout API", failure_threshold=1)
+    sibling = make_endpoint(cast.project, name="Checkout web", failure_threshold=1)
+    elsewhere = make_endpoint(
+        project_create(organization=cast.org, name="Other"), name="Cards", failure_threshold=1
+    )
+    api.as_user(cast.owner)
+    made = [
+        ("Everyone", "everyone@example.com", {}),
+        ("Checkout team", "team@example.com", {"projects": [cast.project]}),
+    ]
+    made.insert(
+        0 if endpoint_policy_first else 2,
+        ("API owner", "owner@example.com", {"endpoints": [named]}),
+    )
+    ids = {
+        name: _policy_over_api(api, cast, name, address, **scope) for name, address, scope in made
+    }
+
+    for endpoint in (named, sibling, elsewhere):
+        go_down(endpoint)
+    with django_capture_on_commit_callbacks(execute=True):
+        assert escalations_run(now=timezone.now() + timedelta(seconds=5)) == 3
+
+    followed = {
+        e.incident.endpoint.name: str(e.policy_id)
+        for e in Escalation.objects.select_related("incident__endpoint")
+    }
+    assert followed == {
+        "Checkout API": ids["API owner"],
+        "Checkout web": ids["Checkout team"],
+        "Cards": ids["Everyone"],
+    }
+    paged = sorted((m.to[0], m.subject.split(": ", 1)[1]) for m in mail.outbox)
+    assert paged == [
+        ("everyone@example.com", "Cards (Other) is down"),
+        ("owner@example.com", "Checkout API (Default) is down"),
+        ("team@example.com", "Checkout web (Default) is down"),
+    ]

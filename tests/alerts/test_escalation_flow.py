@@ -3,11 +3,15 @@ min, driven by a moved clock, sends exactly the expected messages to real local 
 in order; acknowledging, resolving, maintenance and a loop that dies change that as told."""
 
 import json
+import re
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 import time_machine
+from django.conf import settings
+from django.test import Client
 
 from accounts.services import project_create
 from alerts import services
@@ -16,6 +20,7 @@ from alerts.escalation_validation import StepInput
 from alerts.models import Delivery, Escalation, MaintenanceWindow, NotificationEvent
 from alerts.services import escalation as escalation_module
 from alerts.services import escalation_key, escalations_run
+from alerts.tasks import dispatch_deliveries, run_escalations
 from monitoring.models import ActivityKind, Incident, IncidentActivity
 from tests.alerts.receiver import Receiver, webhook
 
@@ -85,6 +90,41 @@ def open_incident(endpoint, go_down) -> Incident:
     return endpoint.incidents.get()
 
 
+def by_api(cast: Any, api: Any, incident: Incident, peer: Receiver) -> None:
+    """`POST /api/v1/incidents/{id}/acknowledge`, as a member."""
+    response = api.as_user(cast.member).post(f"/api/v1/incidents/{incident.pk}/acknowledge")
+    assert response.status_code == 200, response.content
+
+
+def by_page(cast: Any, api: Any, incident: Incident, peer: Receiver) -> None:
+    """The incident page's button: the form the page shows, posted as a browser posts it
+    (CSRF checked, its token from the form), signed in as a member."""
+    browser = Client(enforce_csrf_checks=True)
+    browser.force_login(cast.member)
+    page = browser.get(f"/incidents/{incident.pk}").content.decode()
+    form = re.search(
+        r'<form method="post" action="(/incidents/[^"]+/acknowledge)">\s*'
+        r'<input type="hidden" name="csrfmiddlewaretoken" value="([^"]+)">',
+        page,
+    )
+    assert form is not None, "no acknowledge button on the page"
+    response = browser.post(form[1], {"csrfmiddlewaretoken": form[2]})
+    assert response.status_code == 302
+    assert response["Location"] == f"/incidents/{incident.pk}"
+
+
+def by_link(cast: Any, api: Any, incident: Incident, peer: Receiver) -> None:
+    """The one-click link of the last message the peer got, posted with no login."""
+    link = json.loads(peer.requests[-1].body)["incident"]["ack_url"]
+    assert link.startswith(settings.WEB_BASE_URL + "/ack/")
+    response = Client().post(link.removeprefix(settings.WEB_BASE_URL))
+    assert response.status_code == 200
+
+
+ACKNOWLEDGE = {"api": by_api, "page": by_page, "link": by_link}
+Acknowledge = Callable[[Any, Any, Incident, Receiver], None]
+
+
 def test_three_steps_then_reminders_reach_each_receiver_once_in_order(
     cast, endpoint, policy, peers, go_down, django_capture_on_commit_callbacks
 ):
@@ -147,6 +187,33 @@ def test_acknowledged_after_step_two_nothing_more_is_sent(
     assert received(peers["B"]) == [("incident.escalated", 1, 0), ("incident.escalated", 2, 0)]
     assert peers["C"].requests == []
     assert Escalation.objects.get(incident=incident).next_escalation_at is None
+
+
+@pytest.mark.parametrize("via", ACKNOWLEDGE)
+def test_acknowledged_after_step_two_by_a_real_path_nothing_more_is_sent(
+    cast, api, endpoint, policy, peers, go_down, django_capture_on_commit_callbacks, via
+):
+    # As above, acknowledged the ways people do: the API, the page's button, the link in
+    # the step's own message. The beat's delivery sweep runs too (announcing it).
+    capture = django_capture_on_commit_callbacks
+    acknowledge: Acknowledge = ACKNOWLEDGE[via]
+    incident = open_incident(endpoint, go_down)
+    at(T0 + timedelta(seconds=5), capture)
+    at(T0 + timedelta(minutes=5), capture)
+    with time_machine.travel(T0 + timedelta(minutes=6), tick=False):
+        acknowledge(cast, api, incident, peers["B"])
+    incident.refresh_from_db()
+    assert incident.acknowledged_via == via
+
+    for minutes in (15, 45, 75, 200):
+        assert at(T0 + timedelta(minutes=minutes), capture) == 0
+        at(T0 + timedelta(minutes=minutes, seconds=1), capture, dispatch_deliveries)
+
+    assert received(peers["B"]) == [("incident.escalated", 1, 0), ("incident.escalated", 2, 0)]
+    assert peers["C"].requests == []
+    assert received(peers["A"]) == [("incident.opened", 0, 0), ("incident.acknowledged", 0, 0)]
+    assert Escalation.objects.get(incident=incident).next_escalation_at is None
+    assert IncidentActivity.objects.filter(incident=incident, kind__in=STEP_LINES).count() == 2
 
 
 def test_resolved_nothing_more_is_sent(
@@ -260,3 +327,63 @@ def test_a_step_waiting_out_a_retry_is_not_sent_once_acknowledged(
         event=NotificationEvent.ESCALATED,
     )
     assert (step.status, step.last_error) == ("suppressed", OVERTAKEN)
+
+
+@pytest.mark.parametrize("via", ACKNOWLEDGE)
+def test_a_step_waiting_out_a_retry_is_not_sent_once_acknowledged_by_a_real_path(
+    cast, api, endpoint, policy, peers, go_down, django_capture_on_commit_callbacks, via
+):
+    capture = django_capture_on_commit_callbacks
+    acknowledge: Acknowledge = ACKNOWLEDGE[via]
+    peers["B"].statuses = [500, 200]
+    incident = open_incident(endpoint, go_down)
+    at(T0 + timedelta(minutes=0.1), capture)
+    assert received(peers["B"]) == [("incident.escalated", 1, 0)]
+    with time_machine.travel(T0 + timedelta(minutes=1), tick=False):
+        acknowledge(cast, api, incident, peers["B"])
+
+    for minutes in (3, 10, 30):
+        at(T0 + timedelta(minutes=minutes), capture, run=deliveries_dispatch)
+        at(T0 + timedelta(minutes=minutes, seconds=1), capture)
+
+    assert received(peers["B"]) == [("incident.escalated", 1, 0)]  # the failed try only
+    assert peers["C"].requests == []
+    step = Delivery.objects.get(
+        channel=policy.steps.get(position=0).channels.get(name="Primary on-call"),
+        event=NotificationEvent.ESCALATED,
+    )
+    assert (step.status, step.last_error) == ("suppressed", OVERTAKEN)
+
+
+def test_beat_runs_the_escalation_loop_every_30_seconds_or_less():
+    entry = settings.CELERY_BEAT_SCHEDULE["run-escalations"]
+
+    assert entry["task"] == run_escalations.name
+    assert 0 < entry["schedule"] <= 30
+
+
+def test_each_step_and_reminder_is_sent_by_the_first_beat_run_after_it_is_due(
+    cast, endpoint, policy, peers, go_down, django_capture_on_commit_callbacks
+):
+    # The worst phase of beat: a run lands just before each send is due, so the next one,
+    # a beat interval later, sends it; it must be within 30 s of due.
+    capture = django_capture_on_commit_callbacks
+    interval = timedelta(seconds=settings.CELERY_BEAT_SCHEDULE["run-escalations"]["schedule"])
+    incident = open_incident(endpoint, go_down)
+    sends = [  # (due, step index, reminder)
+        (T0, 0, 0),
+        (T0 + timedelta(minutes=5), 1, 0),
+        (T0 + timedelta(minutes=15), 2, 0),
+        (T0 + timedelta(minutes=45), 2, 1),
+    ]
+
+    for due, index, reminder in sends:
+        assert at(due - timedelta(seconds=1), capture) == 0  # not early
+        assert at(due - timedelta(seconds=1) + interval, capture) == 1
+        delivery = Delivery.objects.get(event_id=escalation_key(incident.pk, index, reminder))
+        assert delivery.status == "delivered"
+        assert delivery.delivered_at is not None
+        assert timedelta(0) <= delivery.delivered_at - due <= timedelta(seconds=30)
+
+    assert received(peers["B"]) == [("incident.escalated", 1, 0), ("incident.escalated", 2, 0)]
+    assert received(peers["C"]) == [("incident.escalated", 3, 0), ("incident.escalated", 3, 1)]
