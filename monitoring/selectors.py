@@ -1,8 +1,7 @@
 """Reads of incidents with what their pages and API answers show, in a fixed number of
 queries however many there are."""
 
-from django.db.models import Case, Prefetch, Value, When
-from django.db.models.fields import IntegerField
+from django.db.models import Prefetch
 
 from accounts.models import User
 from monitoring.models import (
@@ -13,6 +12,7 @@ from monitoring.models import (
     IncidentQuerySet,
     IncidentUpdate,
 )
+from monitoring.models.incidents import OPEN_FIRST
 
 
 def incidents_visible(user: User) -> IncidentQuerySet:
@@ -51,7 +51,4 @@ def incidents_visible(user: User) -> IncidentQuerySet:
 
 def incidents_open_first(user: User) -> IncidentQuerySet:
     """The user's incidents, open ones first, each group newest first."""
-    resolved = Case(
-        When(resolved_at__isnull=True, then=Value(0)), default=Value(1), output_field=IntegerField()
-    )
-    return incidents_visible(user).order_by(resolved, "-started_at", "-id")
+    return incidents_visible(user).order_by(OPEN_FIRST, "-started_at", "-id")
