@@ -17,6 +17,8 @@ depend on what else the machine is doing.
     .venv/bin/python bench/isolation.py measure big.json
     .venv/bin/python bench/isolation.py compare small.json big.json
     .venv/bin/python bench/isolation.py drop
+    .venv/bin/python bench/isolation.py           # every step in turn, then drop (~10 min)
+    .venv/bin/python bench/isolation.py --smoke   # every step on tiny worlds (under a minute)
 
 `compare` prints each request's statements side by side and marks (<<<) a statement whose
 buffers grew by more than 15% (and 2) or that removed 50 more rows. A code or migration
@@ -230,13 +232,42 @@ def compare(first: str, second: str) -> None:
                 print("       after:  " + " ".join(b["nodes"]))
 
 
+def every_step(database: str, *, tiny: bool) -> None:
+    """build, measure, big, measure, compare, drop: one run of the whole script; `tiny`
+    (`--smoke`) on worlds of a few endpoints, in under a minute: does it still work?"""
+    global TENANT, TENANTS, TENANT_ENDPOINTS, TENANT_PROJECTS, BIG_ENDPOINTS, BIG_PROJECTS
+    if tiny:
+        import _load_data
+
+        TENANTS, TENANT_ENDPOINTS, TENANT_PROJECTS, BIG_ENDPOINTS, BIG_PROJECTS = 2, 20, 2, 40, 2
+        TENANT = "Org 00"  # holds endpoint 17 of the cohort: the one down
+        for name in ("TENANTS", "TENANT_ENDPOINTS", "TENANT_PROJECTS", "BIG_ENDPOINTS"):
+            setattr(_load_data, name, globals()[name])
+        _load_data.BIG_PROJECTS = BIG_PROJECTS
+    small, large = f"/tmp/{database}-small.json", f"/tmp/{database}-big.json"
+    try:
+        build(database)
+        measure(database, small)
+        big(database)
+        measure(database, large)
+        compare(small, large)
+    finally:
+        drop(database)
+        for path in (small, large):
+            Path(path).unlink(missing_ok=True)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("step", choices=["build", "big", "measure", "compare", "drop"])
+    parser.add_argument("step", nargs="?", choices=["build", "big", "measure", "compare", "drop"])
+    parser.add_argument("--smoke", action="store_true", help="every step on tiny worlds")
+    parser.add_argument("--quick", action="store_true", help="accepted: the scale is quick's")
     parser.add_argument("files", nargs="*", help="measure: the output; compare: two of them")
     parser.add_argument("--database", default="healthmon_isolation")
     args = parser.parse_args()
-    if args.step == "measure":
+    if args.step is None:
+        every_step(f"{args.database}_smoke" if args.smoke else args.database, tiny=args.smoke)
+    elif args.step == "measure":
         measure(args.database, *args.files)
     elif args.step == "compare":
         compare(*args.files)
