@@ -2,7 +2,8 @@
 and the visible projects read with a fixed statement: the same rows, order and tenants as the
 ORM's, on SQLite and PostgreSQL."""
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta, timezone
+from zoneinfo import ZoneInfo
 
 import pytest
 
@@ -96,3 +97,22 @@ def test_the_list_never_shows_another_tenants_endpoints(api, cast, world):
     listed = api.get(URL).json()["results"]
     assert {e["project"] for e in listed} == {str(cast.project.pk)}
     assert len(listed) == 5
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        None,
+        datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC),
+        datetime(2030, 1, 2, 3, 4, 5, 678901, tzinfo=UTC),
+        datetime(2030, 1, 2, 3, 4, 5, 600, tzinfo=timezone(timedelta(hours=-5, minutes=-30))),
+        datetime(2030, 6, 1, 23, 59, 59, tzinfo=ZoneInfo("Europe/Paris")),
+    ],
+)
+def test_a_listed_time_is_written_as_drf_writes_it(value):
+    from rest_framework.fields import DateTimeField
+
+    from monitoring.api.serializers import _timestamp
+
+    expected = None if value is None else DateTimeField().to_representation(value)
+    assert _timestamp(value) == expected
