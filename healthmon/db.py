@@ -1,5 +1,7 @@
 """Database helpers the ORM lacks."""
 
+import abc
+import functools
 import time
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar, cast
@@ -70,6 +72,99 @@ def update_each(objects: Sequence[models.Model], fields: Sequence[str]) -> None:
     ]
     with connection.cursor() as cursor:
         cursor.executemany(sql, rows)
+
+
+class Rows(abc.ABC):
+    """A list that is read a window at a time, as pagination reads a QuerySet: `rows[a:b]`
+    reads those rows, `count()` counts them all."""
+
+    @abc.abstractmethod
+    def __getitem__(self, window: slice) -> list[Any]:
+        """The rows from `window.start` up to `window.stop`."""
+
+    @abc.abstractmethod
+    def count(self) -> int:
+        """How many rows there are."""
+
+
+def _column(field: Any) -> str:
+    """The database column of a concrete field."""
+    return str(cast(models.Field, field).column)
+
+
+@functools.cache
+def _row_reader(
+    model: type[models.Model], fields: tuple[str, ...], column: str, alias: str
+) -> tuple[str, str, dict[int, Any], Any]:
+    """What `ColumnRows` runs on the database `alias`: the head of its page statement (the
+    columns, the table), its ordering, and the ORM's converters of those columns."""
+    connection = connections[alias]
+    meta, quote = model._meta, connection.ops.quote_name
+    names = ", ".join(quote(_column(meta.get_field(name))) for name in fields)
+    head = f"SELECT {names} FROM {quote(meta.db_table)} WHERE {quote(column)} IN "  # noqa: S608
+    order = ", ".join(
+        quote(_column(meta.get_field(str(name).lstrip("-"))))
+        + (" DESC" if str(name).startswith("-") else " ASC")
+        for name in meta.ordering or ()
+    )
+    compiler = model._default_manager.values(*fields).query.get_compiler(using=alias)
+    compiler.setup_query()
+    converters = compiler.get_converters([expression for expression, _, _ in compiler.select])
+    return head, order, converters, compiler
+
+
+class ColumnRows(Rows):
+    """`model.objects.filter(<field>__in=values).values(*fields)` in the model's ordering, read
+    with a statement built once per process, its values converted by the ORM's own converters.
+
+    Building that queryset and compiling it cost ~1 ms of CPU per read, more than the read.
+    """
+
+    def __init__(
+        self, model: type[models.Model], fields: Sequence[str], field: str, values: Sequence[Any]
+    ) -> None:
+        self._model, self._fields, self._values = model, tuple(fields), list(values)
+        self._field = cast(models.Field, model._meta.get_field(field))
+        self._alias = router.db_for_read(model)
+
+    def _where(self) -> tuple[str, list[Any]]:
+        connection = connections[self._alias]
+        target = cast(models.Field, getattr(self._field, "target_field", self._field))
+        params = [target.get_db_prep_value(value, connection) for value in self._values]
+        return "(" + ", ".join(["%s"] * len(params)) + ")", params
+
+    def __getitem__(self, window: slice) -> list[dict[str, Any]]:
+        """The rows of the window as dicts, as `.values()` gives them."""
+        start, stop = window.start or 0, window.stop
+        if not self._values or stop is None or stop <= start:
+            return []
+        head, order, converters, compiler = _row_reader(
+            self._model, self._fields, _column(self._field), self._alias
+        )
+        values, params = self._where()
+        sql = f"{head}{values} ORDER BY {order} LIMIT %s OFFSET %s"
+        with connections[self._alias].cursor() as cursor:
+            cursor.execute(sql, [*params, stop - start, start])
+            rows = cursor.fetchall()
+        if converters:
+            rows = list(compiler.apply_converters(rows, converters))
+        fields = self._fields
+        return [dict(zip(fields, row, strict=True)) for row in rows]
+
+    def count(self) -> int:
+        """How many rows match, by `COUNT(*)`."""
+        if not self._values:
+            return 0
+        meta, connection = self._model._meta, connections[self._alias]
+        quote = connection.ops.quote_name
+        values, params = self._where()
+        sql = (
+            f"SELECT COUNT(*) FROM {quote(meta.db_table)} "  # noqa: S608 - quoted names only
+            f"WHERE {quote(_column(self._field))} IN {values}"
+        )
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            return int(cursor.fetchone()[0])
 
 
 class AddIndexConcurrently(AddIndexConcurrentlyOnPostgres):

@@ -1,9 +1,12 @@
 """Reads of incidents with what their pages and API answers show, in a fixed number of
 queries however many there are."""
 
+from collections.abc import Sequence
+
 from django.db.models import Prefetch
 
 from accounts.models import User
+from healthmon.db import ColumnRows
 from monitoring.models import (
     Endpoint,
     Incident,
@@ -11,8 +14,15 @@ from monitoring.models import (
     IncidentNote,
     IncidentQuerySet,
     IncidentUpdate,
+    visible_project_ids,
 )
 from monitoring.models.incidents import OPEN_FIRST
+
+
+def endpoint_rows_visible(user: User, fields: Sequence[str]) -> ColumnRows:
+    """`Endpoint.objects.visible_to(user).values(*fields)`, in the endpoints' order, read
+    window by window with a fixed statement (the visible projects are read now)."""
+    return ColumnRows(Endpoint, fields, "project", visible_project_ids(user))
 
 
 def incidents_visible(user: User) -> IncidentQuerySet:

@@ -1,13 +1,15 @@
 """Page-number pagination as the contract describes: `?page=`, `?page_size=` up to 500."""
 
 import re
-from typing import Any
+from typing import Any, cast
 
 from django.core.paginator import Page, Paginator
 from django.db.models import QuerySet
 from rest_framework import pagination
 from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.request import Request
+
+from healthmon.db import Rows
 
 _WHOLE_NUMBER = re.compile(r"[0-9]{1,18}")
 # The largest offset a page may start at: beyond any table's rows, and within the
@@ -47,12 +49,13 @@ class PageNumberPagination(pagination.PageNumberPagination):
         The page is read with one row more than it holds: when fewer come back, the total
         is the rows before the page plus those on it, and the `COUNT` query (as costly as
         the page itself on a short list) is skipped. Pages past the last are still a 404.
+        `Rows` (read without a QuerySet) are paged the same way.
         """
-        if not isinstance(queryset, QuerySet):
+        if not isinstance(queryset, QuerySet | Rows):
             return super().paginate_queryset(queryset, request, view)
         self.request = request
         size = self.get_page_size(request)
-        paginator = Paginator(queryset, size)
+        paginator = Paginator(cast(Any, queryset), size)
         number = self.get_page_number(request, paginator)
         offset = (number - 1) * size
         if offset > MAX_OFFSET:

@@ -141,14 +141,18 @@ class BadgeUrlsSerializer(serializers.Serializer[Any]):
     response_time_json = serializers.URLField(read_only=True)
 
 
+# Each badge's name in `badges` and the end of its URL.
+_BADGES = tuple(
+    (f"{kind.replace('-', '_')}_{fmt}", f"/{kind}.{fmt}")
+    for kind in ("status", "uptime", "response-time")
+    for fmt in ("svg", "json")
+)
+
+
 def badge_urls(badge_key: str) -> dict[str, str]:
     """The URLs of a badge key's badges (`/badge/<key>/...`, statuspages serves them)."""
     base = f"{settings.WEB_BASE_URL}/badge/{badge_key}"
-    return {
-        f"{kind.replace('-', '_')}_{fmt}": f"{base}/{kind}.{fmt}"
-        for kind in ("status", "uptime", "response-time")
-        for fmt in ("svg", "json")
-    }
+    return {name: base + end for name, end in _BADGES}
 
 
 class EndpointSerializer(AllErrorsMixin, serializers.ModelSerializer[Endpoint]):
@@ -345,8 +349,9 @@ def _timestamp(value: datetime | None) -> str | None:
     """ISO 8601 in UTC with a `Z`, as DRF's DateTimeField writes it."""
     if value is None:
         return None
-    text = value.astimezone(UTC).isoformat()
-    return text[:-6] + "Z" if text.endswith("+00:00") else text
+    if value.tzinfo is not UTC:  # the database's values come in UTC already
+        value = value.astimezone(UTC)
+    return value.isoformat()[:-6] + "Z"  # "+00:00" in UTC
 
 
 class CheckResultSerializer(serializers.ModelSerializer[CheckResult]):

@@ -2,7 +2,7 @@
 their checks, check-now; incidents, which people declare, update, annotate and edit."""
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from django.db import transaction
 from django.db.models import Count, Q, QuerySet
@@ -28,6 +28,7 @@ from accounts.permissions import IsManagerOrReadOnly, IsOrganizationMember, call
 from apikeys.models import Scope
 from apikeys.permissions import HasScope
 from healthmon.api.errors import PlainTextRenderer, ProblemJSONRenderer
+from healthmon.db import ColumnRows
 from monitoring import incidents, services
 from monitoring.access import access_endpoint, access_incident, access_ping
 from monitoring.acknowledgement import incident_acknowledge
@@ -60,7 +61,7 @@ from monitoring.models import (
     Location,
     Ping,
 )
-from monitoring.selectors import incidents_visible
+from monitoring.selectors import endpoint_rows_visible, incidents_visible
 
 if TYPE_CHECKING:
     from rest_framework.views import APIView
@@ -102,9 +103,14 @@ class EndpointViewSet(viewsets.ModelViewSet):
         return Endpoint.objects.visible_to(caller(self.request)).defer("target", "config")
 
     def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        """A page of endpoints, read as rows of the shown columns (no model instances)."""
-        queryset = self.filter_queryset(self.get_queryset()).values(*ROW_FIELDS)
-        page = self.paginate_queryset(queryset) or []
+        """A page of endpoints, read as rows of the shown columns (no model instances);
+        unfiltered, without building a queryset (the same rows, in the same order)."""
+        rows: QuerySet[Endpoint, dict[str, Any]] | ColumnRows
+        if any(name in request.query_params for name in EndpointFilter.base_filters):
+            rows = self.filter_queryset(self.get_queryset()).values(*ROW_FIELDS)
+        else:
+            rows = endpoint_rows_visible(caller(request), ROW_FIELDS)
+        page = self.paginate_queryset(cast(Any, rows)) or []
         return self.get_paginated_response([endpoint_representation(row) for row in page])
 
     def get_object(self) -> Endpoint:

@@ -8,11 +8,11 @@ from datetime import datetime
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
-from django.db import models
+from django.db import connections, models, router
 from django.db.models import Q
 from django.utils import timezone
 
-from accounts.models import Organization, Project, User
+from accounts.models import Organization, Project, ProjectAccess, User
 from healthmon.encryption import EncryptedJSONField, EncryptedTextField
 
 MAX_INTERVAL_SECONDS = 86_400
@@ -80,6 +80,26 @@ def heartbeat_ping_url(ping_key: uuid.UUID) -> str:
     return f"{settings.WEB_BASE_URL}/ping/{ping_key}"
 
 
+def _project_ids_sql(granted: bool) -> str:
+    """The statement `Project.objects.visible_to(user)` runs for its ids: every project of
+    the organization, or (`granted`) those of it the user was given access to."""
+    project = Project._meta
+    access = ProjectAccess._meta
+    pk, org = project.pk.column, project.get_field("organization").column
+    if not granted:
+        return f'SELECT "{pk}" FROM "{project.db_table}" WHERE "{org}" = %s'  # noqa: S608
+    on = access.get_field("project").column
+    who = access.get_field("user").column
+    return (
+        f'SELECT p."{pk}" FROM "{project.db_table}" p '  # noqa: S608 - model names only
+        f'JOIN "{access.db_table}" a ON a."{on}" = p."{pk}" WHERE p."{org}" = %s AND a."{who}" = %s'
+    )
+
+
+EVERY_PROJECT_SQL = _project_ids_sql(granted=False)
+GRANTED_PROJECTS_SQL = _project_ids_sql(granted=True)
+
+
 def visible_project_ids(user: User) -> list[uuid.UUID]:
     """The ids of the projects the user can see, read now (one small query).
 
@@ -87,8 +107,25 @@ def visible_project_ids(user: User) -> list[uuid.UUID]:
     from each project's own statistics. With a subquery it assumed the average project
     size, and once one organization had 10,000 endpoints it scanned every organization's
     endpoints to list a few dozen (bench/README.md, load).
+
+    The rows of `Project.objects.visible_to(user)` read with a fixed statement: building
+    that queryset cost ~0.5 ms of CPU per API request, reading the ids ~0.1 ms.
     """
-    return list(Project.objects.visible_to(user).values_list("pk", flat=True))
+    connection = connections[router.db_for_read(Project)]
+    key = Project._meta.pk
+    params = [key.get_db_prep_value(user.organization_id, connection)]
+    sql = EVERY_PROJECT_SQL
+    if not user.is_manager:
+        sql = GRANTED_PROJECTS_SQL
+        params.append(User._meta.pk.get_db_prep_value(user.pk, connection))
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return [as_uuid(value) for (value,) in cursor.fetchall()]
+
+
+def as_uuid(value: object) -> uuid.UUID:
+    """A UUID column's value as PostgreSQL (a UUID) or SQLite (32 hex digits) returns it."""
+    return value if isinstance(value, uuid.UUID) else uuid.UUID(str(value))
 
 
 class EndpointQuerySet(models.QuerySet["Endpoint"]):
