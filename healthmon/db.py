@@ -167,47 +167,40 @@ class ColumnRows(Rows):
             return int(cursor.fetchone()[0])
 
 
-class AddIndexConcurrently(AddIndexConcurrentlyOnPostgres):
-    """Build an index without blocking writes on PostgreSQL (CREATE INDEX CONCURRENTLY, in
-    a migration with `atomic = False`); a plain CREATE INDEX elsewhere (SQLite)."""
+class _ConcurrentlyOnPostgres:
+    """An index operation run CONCURRENTLY on PostgreSQL (in a migration with `atomic =
+    False`, so that writes are not blocked) and as its plain operation elsewhere (SQLite)."""
+
+    plain: Any  # the operation SQLite runs instead
 
     def database_forwards(
         self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any
     ) -> None:
         """Concurrently on PostgreSQL only."""
         if schema_editor.connection.vendor == "postgresql":
-            super().database_forwards(app_label, schema_editor, from_state, to_state)
+            super().database_forwards(app_label, schema_editor, from_state, to_state)  # type: ignore[misc]
         else:
-            AddIndex.database_forwards(self, app_label, schema_editor, from_state, to_state)
+            self.plain.database_forwards(self, app_label, schema_editor, from_state, to_state)
 
     def database_backwards(
         self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any
     ) -> None:
         """Concurrently on PostgreSQL only."""
         if schema_editor.connection.vendor == "postgresql":
-            super().database_backwards(app_label, schema_editor, from_state, to_state)
+            super().database_backwards(app_label, schema_editor, from_state, to_state)  # type: ignore[misc]
         else:
-            AddIndex.database_backwards(self, app_label, schema_editor, from_state, to_state)
+            self.plain.database_backwards(self, app_label, schema_editor, from_state, to_state)
 
 
-class RemoveIndexConcurrently(RemoveIndexConcurrentlyOnPostgres):
-    """Drop an index without blocking writes on PostgreSQL (DROP INDEX CONCURRENTLY, in a
-    migration with `atomic = False`); a plain DROP INDEX elsewhere (SQLite)."""
+class AddIndexConcurrently(_ConcurrentlyOnPostgres, AddIndexConcurrentlyOnPostgres):
+    """Build an index without blocking writes on PostgreSQL (CREATE INDEX CONCURRENTLY); a
+    plain CREATE INDEX elsewhere (SQLite)."""
 
-    def database_forwards(
-        self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any
-    ) -> None:
-        """Concurrently on PostgreSQL only."""
-        if schema_editor.connection.vendor == "postgresql":
-            super().database_forwards(app_label, schema_editor, from_state, to_state)
-        else:
-            RemoveIndex.database_forwards(self, app_label, schema_editor, from_state, to_state)
+    plain = AddIndex
 
-    def database_backwards(
-        self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any
-    ) -> None:
-        """Concurrently on PostgreSQL only."""
-        if schema_editor.connection.vendor == "postgresql":
-            super().database_backwards(app_label, schema_editor, from_state, to_state)
-        else:
-            RemoveIndex.database_backwards(self, app_label, schema_editor, from_state, to_state)
+
+class RemoveIndexConcurrently(_ConcurrentlyOnPostgres, RemoveIndexConcurrentlyOnPostgres):
+    """Drop an index without blocking writes on PostgreSQL (DROP INDEX CONCURRENTLY); a plain
+    DROP INDEX elsewhere (SQLite)."""
+
+    plain = RemoveIndex
