@@ -7,6 +7,7 @@ first check after a resume or a new target, and during maintenance windows do no
 A figure over a span with no check is None, never a perfect score.
 """
 
+import functools
 import itertools
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
@@ -16,14 +17,18 @@ from typing import Any, NamedTuple
 from uuid import UUID
 
 from django.db import connection
+from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import BigIntegerField, F, Func, Max, Min, Q, Subquery, Sum
 
+from accounts.models import Project
 from alerts.maintenance import maintenance_intervals
+from alerts.models import MaintenanceWindow
 from analytics import histogram
 from analytics.latency import Latency
 from analytics.models import Rollup
 from analytics.rows import SeriesPoint, SlaTier
 from analytics.windows import BUCKETS, buckets, floor, tiles
+from healthmon.db import read_cursor
 from healthmon.dbrouting import read_connection
 from healthmon.intervals import Interval, Window, clip, intersect, length, subtract
 from monitoring.models import (
@@ -124,8 +129,11 @@ def rollup_figures(
     parts = _parts(windows, now)
     if not owners or not parts:
         return results
-    sql, params = _figures_sql(list(owners), parts, len(windows), percentiles)
-    with read_connection(Rollup).cursor() as cursor:
+    using = read_connection(Rollup)
+    sql, params = _figures_sql(list(owners), parts, len(windows), percentiles, using)
+    # Prepared on PostgreSQL: its text changes only with the report's shape, and parsing
+    # and planning it (or binding its parameters on the client) cost more than its reads.
+    with read_cursor(using) as cursor:
         cursor.execute(sql, params)
         rows = cursor.fetchall()
     width = len(_PLAIN)
@@ -141,19 +149,58 @@ def rollup_figures(
     return results
 
 
-# Per part: the sums of its rows per endpoint, under short names (the histogram's keep theirs).
-_PART_SUMS = (
-    "SUM(count) AS c, SUM(failures) AS f, SUM(timed) AS t, SUM(sum_ms) AS s, "
-    "MIN(min_ms) AS lo, MAX(max_ms) AS hi"
+# The sums of rows per endpoint, per window, under short names (the histogram's keep theirs),
+# and how each window adds up its scans' sums; integer sums of sums stay integers
+# (PostgreSQL would answer `numeric`).
+_SUMS_OF_ROWS = (
+    ("c", "SUM(count)", "BIGINT"),
+    ("f", "SUM(failures)", "BIGINT"),
+    ("t", "SUM(timed)", "BIGINT"),
+    ("s", "SUM(sum_ms)", "DOUBLE PRECISION"),
+    ("lo", "MIN(min_ms)", "DOUBLE PRECISION"),
+    ("hi", "MAX(max_ms)", "DOUBLE PRECISION"),
 )
-# Per window, the parts' sums added up; integer sums of sums stay integers (PostgreSQL
-# would answer `numeric`).
 _WHOLE = "CAST(SUM({}) AS BIGINT)"
 _WINDOW_SUMS = (_WHOLE, _WHOLE, _WHOLE, "SUM({})", "MIN({})", "MAX({})")
 
 
+def _scans(parts: Sequence[_Part]) -> list[list[int]]:
+    """The parts (their indexes) grouped into range scans: a run of parts of one tier, each
+    starting where the one before ends, is read by one scan of its whole range."""
+    scans: list[list[int]] = []
+    for n, part in enumerate(parts):
+        last = parts[scans[-1][-1]] if scans else None
+        if last is not None and last.tier is part.tier and last.end == part.start:
+            scans[-1].append(n)
+        else:
+            scans.append([n])
+    return scans
+
+
+def _only(parts: Sequence[_Part], scan: list[int], window: int) -> str | None:
+    """The FILTER that keeps a scan's rows to those of one window's parts ("" when it
+    counts all of them, None when none)."""
+    mine = [n for n in scan if window in parts[n].windows]
+    if not mine:
+        return None
+    if len(mine) == len(scan):
+        return ""
+    runs: list[list[int]] = []
+    for n in mine:
+        if runs and runs[-1][-1] == n - 1:
+            runs[-1].append(n)
+        else:
+            runs.append([n])
+    ranges = " OR ".join(f"(bucket >= %(a{r[0]})s AND bucket < %(b{r[-1]})s)" for r in runs)
+    return f" FILTER (WHERE {ranges})"
+
+
 def _figures_sql(
-    endpoint_ids: list[UUID], parts: Sequence[_Part], windows: int, percentiles: int | None
+    endpoint_ids: list[UUID],
+    parts: Sequence[_Part],
+    windows: int,
+    percentiles: int | None,
+    using: BaseDatabaseWrapper,
 ) -> tuple[str, dict[str, Any]]:
     """The statement of `rollup_figures` and its (named) parameters.
 
@@ -161,51 +208,67 @@ def _figures_sql(
     and reading 41 aggregates (22.6 ms against 5.7 ms for a page of 50 endpoints over
     24 h), and cannot say UNION ALL of grouped parts. Only names of our own go into the
     text; ids and times are parameters, adapted for the database as the ORM adapts them.
+
+    Parts of one tier that follow each other are read by one range scan (`_scans`), each
+    window summing its own parts' rows with a FILTER: an `= ANY` scan walks the index from
+    its root once per endpoint, so three day parts of a month read three times the pages of
+    one (an organization's 30-day summary: 10,000 buffers for its daily rows, against 4,000).
     """
-    ops = connection.ops
+    ops = using.ops
     params: dict[str, Any] = {}
-    if connection.vendor == "postgresql":
-        # One array, sent once whatever the number of endpoints (in the statement's
-        # text: Django binds parameters client-side), and each part one index scan over
-        # it (`= ANY`). A semi-join with the array unnested cost 10-17% more server CPU
-        # to plan and run (issue 26). Its estimate (about 1,300 for an organization's
-        # summary, with 1,000 endpoints or 10,000) stays far under `jit_above_cost`.
+    if using.vendor == "postgresql":
+        # One array, sent once whatever the number of endpoints, and each scan one index
+        # scan over it (`= ANY`). A semi-join with the array unnested cost 10-17% more
+        # server CPU to plan and run (issue 26). Its estimate (about 1,300 for an
+        # organization's summary, with 1,000 endpoints or 10,000) stays far under
+        # `jit_above_cost`.
         params["ids"] = endpoint_ids
         ids = "endpoint_id = ANY((SELECT ids FROM endpoints)::uuid[])"
     else:
         id_field = parts[0].tier._meta.get_field("endpoint").target_field
         for n, pk in enumerate(endpoint_ids):
-            params[f"e{n}"] = id_field.get_db_prep_value(pk, connection)
+            params[f"e{n}"] = id_field.get_db_prep_value(pk, using)
         ids = f"endpoint_id IN ({', '.join(f'%(e{n})s' for n in range(len(endpoint_ids)))})"
-    branches = []
     for n, part in enumerate(parts):
         params[f"a{n}"] = ops.adapt_datetimefield_value(part.start)
         params[f"b{n}"] = ops.adapt_datetimefield_value(part.end)
-        hist = ""
+    counted = [w for w in range(windows) if any(w in part.windows for part in parts)]
+    branches = []
+    for scan in _scans(parts):
+        sums = []
+        for window in counted:
+            only = _only(parts, scan, window)
+            for name, total, kind in _SUMS_OF_ROWS:
+                # Typed: PostgreSQL matches UNION ALL branches' types pairwise.
+                sums.append(
+                    f"CAST(NULL AS {kind}) AS {name}{window}"
+                    if only is None
+                    else f"{total}{only} AS {name}{window}"
+                )
         if percentiles is not None:
-            with_hist = percentiles in part.windows
-            hist = "".join(
-                f", SUM({name}) AS {name}" if with_hist else f", CAST(NULL AS BIGINT) AS {name}"
+            only = _only(parts, scan, percentiles)
+            sums += [
+                f"CAST(NULL AS BIGINT) AS {name}"
+                if only is None
+                else f"SUM({name}){only} AS {name}"
                 for name in histogram.FIELDS
-            )
+            ]
         # Our own table and column names only; values are parameters.
         branches.append(
-            f"SELECT endpoint_id, {n} AS part, {_PART_SUMS}{hist} "  # noqa: S608
-            f"FROM {part.tier._meta.db_table} "
-            f"WHERE {ids} AND bucket >= %(a{n})s AND bucket < %(b{n})s GROUP BY endpoint_id"
+            f"SELECT endpoint_id, {', '.join(sums)} "  # noqa: S608
+            f"FROM {parts[scan[0]].tier._meta.db_table} WHERE {ids} "
+            f"AND bucket >= %(a{scan[0]})s AND bucket < %(b{scan[-1]})s GROUP BY endpoint_id"
         )
     columns = []
-    for index in range(windows):
-        mine = ", ".join(str(n) for n, part in enumerate(parts) if index in part.windows)
-        for template, name in zip(_WINDOW_SUMS, ("c", "f", "t", "s", "lo", "hi"), strict=True):
+    for window in range(windows):
+        for template, (name, _, _) in zip(_WINDOW_SUMS, _SUMS_OF_ROWS, strict=True):
             # A window with no part (all of it after now) has no rows.
-            which = f"CASE WHEN part IN ({mine}) THEN {name} END" if mine else "NULL"
-            columns.append(template.format(which))
+            columns.append(template.format(f"{name}{window}") if window in counted else "NULL")
     if percentiles is not None:
         columns += [_WHOLE.format(name) for name in histogram.FIELDS]
     sql = (
         f"SELECT endpoint_id, {', '.join(columns)} "  # noqa: S608
-        f"FROM ({' UNION ALL '.join(branches)}) AS parts GROUP BY endpoint_id"
+        f"FROM ({' UNION ALL '.join(branches)}) AS scans GROUP BY endpoint_id"
     )
     if "ids" in params:
         sql = "WITH endpoints AS MATERIALIZED (SELECT %(ids)s::uuid[] AS ids) " + sql
@@ -324,32 +387,21 @@ class Coverage:
 
 
 def coverage(endpoints: Sequence[Endpoint], window: Window, now: datetime) -> dict[UUID, Coverage]:
-    """Watched, down and maintenance intervals of each endpoint inside the window (three
-    queries; two more when the organization has maintenance windows then)."""
+    """Watched, down and maintenance intervals of each endpoint inside the window (one
+    statement on PostgreSQL, three elsewhere; three more on PostgreSQL, two elsewhere, when
+    the organization has maintenance windows then)."""
     window = Window(window.start, min(window.end, now))
     if window.end <= window.start:
         return {endpoint.pk: Coverage() for endpoint in endpoints}
-    ids = [endpoint.pk for endpoint in endpoints]
-    pauses: dict[UUID, list[_Move]] = defaultdict(list)
-    # Tuples, not model instances: a page of endpoints can have thousands of these rows.
-    for endpoint_id, changed_at, from_status, to_status in (
-        # The whole history of moves into and out of the unwatched statuses: the state at
-        # creation shows in the first move, which may come after the window.
-        StatusChange.objects.filter(endpoint_id__in=ids)
-        .filter(Q(to_status__in=UNWATCHED) | Q(from_status__in=UNWATCHED))
-        .order_by("endpoint_id", "changed_at", "id")
-        .values_list("endpoint_id", "changed_at", "from_status", "to_status")
-    ):
-        pauses[endpoint_id].append(_Move(changed_at, from_status, to_status))
-    down: dict[UUID, list[Interval]] = defaultdict(list)
-    for endpoint_id, started_at, resolved_at in (
-        Incident.objects.filter(endpoint_id__in=ids, started_at__lt=window.end)
-        .filter(Q(resolved_at__isnull=True) | Q(resolved_at__gt=window.start))
-        .values_list("endpoint_id", "started_at", "resolved_at")
-        .order_by()  # sorted per endpoint below: no sort of every row in the database
-    ):
-        down[endpoint_id].append((started_at, resolved_at or now))
-    maintenance = maintenance_intervals(endpoints, window.start, window.end)
+    using = read_connection(StatusChange)
+    if using.vendor == "postgresql":
+        pauses, down, in_maintenance = _history_prepared(endpoints, window, now, using)
+    else:
+        pauses, down = _history([endpoint.pk for endpoint in endpoints], window, now)
+        in_maintenance = True
+    maintenance = (
+        maintenance_intervals(endpoints, window.start, window.end) if in_maintenance else {}
+    )
     result = {}
     for endpoint in endpoints:
         watched = clip(_watched(endpoint, pauses[endpoint.pk], now), window)
@@ -402,6 +454,89 @@ class _Move(NamedTuple):
     changed_at: datetime
     from_status: str
     to_status: str
+
+
+def _history(
+    ids: list[UUID], window: Window, now: datetime
+) -> tuple[dict[UUID, list[_Move]], dict[UUID, list[Interval]]]:
+    """Per endpoint: its moves into and out of the unwatched statuses (all of them, in
+    time order), and its incidents overlapping the window, by the ORM (two queries)."""
+    pauses: dict[UUID, list[_Move]] = defaultdict(list)
+    # Tuples, not model instances: a page of endpoints can have thousands of these rows.
+    for endpoint_id, changed_at, from_status, to_status in (
+        # The whole history of moves into and out of the unwatched statuses: the state at
+        # creation shows in the first move, which may come after the window.
+        StatusChange.objects.filter(endpoint_id__in=ids)
+        .filter(Q(to_status__in=UNWATCHED) | Q(from_status__in=UNWATCHED))
+        .order_by("endpoint_id", "changed_at", "id")
+        .values_list("endpoint_id", "changed_at", "from_status", "to_status")
+    ):
+        pauses[endpoint_id].append(_Move(changed_at, from_status, to_status))
+    down: dict[UUID, list[Interval]] = defaultdict(list)
+    for endpoint_id, started_at, resolved_at in (
+        Incident.objects.filter(endpoint_id__in=ids, started_at__lt=window.end)
+        .filter(Q(resolved_at__isnull=True) | Q(resolved_at__gt=window.start))
+        .values_list("endpoint_id", "started_at", "resolved_at")
+        .order_by()  # sorted per endpoint below: no sort of every row in the database
+    ):
+        down[endpoint_id].append((started_at, resolved_at or now))
+    return pauses, down
+
+
+@functools.cache
+def _history_sql() -> str:
+    """`_history`'s two reads as one statement of fixed text (names from the models only):
+    the moves first, in time order per endpoint, then the incidents, unsorted; last, one
+    row of kind 2 if the endpoints' organizations have a maintenance window that may
+    overlap the window (`alerts.maintenance`'s own read, asked whether it has anything)."""
+    moves, incidents = StatusChange._meta.db_table, Incident._meta.db_table
+    held, projects = MaintenanceWindow._meta.db_table, Project._meta.db_table
+    # The statuses as constants, not a parameter: the planner then proves the partial
+    # index `status_unwatched_idx` (migration monitoring.0028) answers the read.
+    idle = ", ".join(f"'{status}'" for status in UNWATCHED)
+    return (
+        f"SELECT * FROM (SELECT 0 AS kind, endpoint_id, changed_at AS a, "  # noqa: S608
+        f"NULL::timestamptz AS b, from_status, to_status, id FROM {moves} "
+        f"WHERE endpoint_id = ANY(%(ids)s::uuid[]) "
+        f"AND (to_status IN ({idle}) OR from_status IN ({idle})) "
+        f"ORDER BY endpoint_id, changed_at, id) AS m "
+        f"UNION ALL SELECT 1, endpoint_id, started_at, resolved_at, NULL, NULL, NULL "
+        f"FROM {incidents} WHERE endpoint_id = ANY(%(ids)s::uuid[]) "
+        f"AND started_at < %(end)s AND (resolved_at IS NULL OR resolved_at > %(start)s) "
+        # `alerts.models.may_overlap`: recurring, or a one-off ending after the start.
+        f"UNION ALL SELECT * FROM (SELECT 2, NULL::uuid, NULL::timestamptz, NULL::timestamptz, "
+        f"NULL, NULL, NULL::uuid FROM {held} WHERE organization_id IN "
+        f"(SELECT organization_id FROM {projects} WHERE id = ANY(%(projects)s::uuid[])) "
+        f"AND starts_at < %(end)s AND (rrule <> '' OR ends_at > %(start)s) LIMIT 1) AS held"
+    )
+
+
+def _history_prepared(
+    endpoints: Sequence[Endpoint], window: Window, now: datetime, using: BaseDatabaseWrapper
+) -> tuple[dict[UUID, list[_Move]], dict[UUID, list[Interval]], bool]:
+    """`_history` on PostgreSQL in one prepared statement, which also says whether any
+    maintenance window may apply: one round trip where there were three, neither parsed
+    nor planned again (they were two thirds of one endpoint's summary's database time)."""
+    pauses: dict[UUID, list[_Move]] = defaultdict(list)
+    down: dict[UUID, list[Interval]] = defaultdict(list)
+    params = {
+        "ids": [endpoint.pk for endpoint in endpoints],
+        "projects": list({endpoint.project_id for endpoint in endpoints}),
+        "start": window.start,
+        "end": window.end,
+    }
+    with read_cursor(using) as cursor:
+        cursor.execute(_history_sql(), params)
+        rows = cursor.fetchall()
+    maintenance = False
+    for kind, endpoint_id, a, b, from_status, to_status, _ in rows:
+        if kind == 0:
+            pauses[endpoint_id].append(_Move(a, from_status, to_status))
+        elif kind == 1:
+            down[endpoint_id].append((a, b or now))
+        else:
+            maintenance = True
+    return pauses, down, maintenance
 
 
 def _watched(endpoint: Endpoint, changes: list[_Move], now: datetime) -> list[Interval]:

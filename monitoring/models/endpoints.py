@@ -376,11 +376,14 @@ class StatusChange(models.Model):
         ordering = ["-changed_at", "-id"]
         indexes = [
             models.Index(fields=["endpoint", "changed_at"], name="status_endpoint_idx"),
-            # Uptime reads when each endpoint was paused: a sliver of its status history.
+            # Uptime reads when each endpoint was unwatched (paused or pending): a sliver of
+            # its status history, read from the index alone on PostgreSQL.
             models.Index(
                 fields=["endpoint", "changed_at"],
-                name="status_pause_idx",
-                condition=Q(to_status="paused") | Q(from_status="paused"),
+                name="status_unwatched_idx",
+                condition=Q(to_status__in=(EndpointStatus.PAUSED, EndpointStatus.PENDING))
+                | Q(from_status__in=(EndpointStatus.PAUSED, EndpointStatus.PENDING)),
+                include=["from_status", "to_status", "id"],
             ),
         ]
 
