@@ -7,12 +7,13 @@ one transaction, with the stages of the layers above (rollups, notifications) be
 
 import asyncio
 import itertools
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from functools import partial
+from functools import cache, lru_cache, partial
 from operator import attrgetter
-from typing import Any
+from typing import Any, NamedTuple
 from uuid import UUID
 
 from django.conf import settings
@@ -21,6 +22,7 @@ from django.db import connection, models, transaction
 from accounts.models import Project
 from healthmon import metrics
 from healthmon.db import update_each
+from healthmon.encryption import decrypt
 from healthmon.logging import get_logger
 from monitoring.bulk import CHECK_COLUMNS, bound_cursor, checks_copy, loaded, rows_update
 from monitoring.locations import default_slug, shown_slug, stored_slug
@@ -87,35 +89,90 @@ def checks_probe(
     """
     slug = location or default_slug()
     expected = expected or {}
-    # What a probe needs, no more: building whole endpoints (a dozen timestamps parsed
-    # each) cost the worker as much CPU as storing their results.
-    wanted = Endpoint.objects.only("type", "target", "config", "timeout_seconds", "enabled")
-    endpoints = wanted.in_bulk([pk for pk, _ in slots])
-    work = [(endpoints[pk], slot) for pk, slot in slots if pk in endpoints]
-    work = [(endpoint, slot) for endpoint, slot in work if endpoint.enabled]
+    targets = _probe_targets([pk for pk, _ in slots])
+    work = [(targets[pk], slot) for pk, slot in slots if pk in targets]
     tasks = [
         ProbeTask(
-            endpoint.type,
-            endpoint.target,
-            endpoint.config,
-            float(endpoint.timeout_seconds),
+            target.type,
+            target.target,
+            target.config,
+            float(target.timeout_seconds),
             not_before=slot.timestamp(),
             location=slug,
         )
-        for endpoint, slot in work
+        for target, slot in work
     ]
     results = asyncio.run(run_batch(tasks, concurrency=settings.PROBE_CONCURRENCY))
+    stored = stored_slug(slug)
     return [
         CheckOutcome(
-            endpoint.pk,
+            target.pk,
             slot,
             datetime.fromtimestamp(result.started_at, UTC),
             result,
-            location=stored_slug(slug),
-            expected=max(1, int(expected.get(endpoint.pk, 1))),
+            location=stored,
+            expected=max(1, int(expected.get(target.pk, 1))),
         )
-        for (endpoint, slot), result in zip(work, results, strict=True)
+        for (target, slot), result in zip(work, results, strict=True)
     ]
+
+
+class _ProbeTarget(NamedTuple):
+    """What a probe needs of an endpoint, no more."""
+
+    pk: UUID
+    type: str
+    target: str
+    config: dict[str, Any]
+    timeout_seconds: int
+
+
+def _probe_targets(ids: Sequence[UUID]) -> dict[UUID, _ProbeTarget]:
+    """The probe targets of the enabled endpoints among `ids`, decrypted.
+
+    Building endpoints cost the worker as much CPU as storing their results, and then
+    decrypting their targets and configs as much again, every round for the same
+    ciphertexts: on PostgreSQL the rows come by one prepared statement and each
+    ciphertext is decrypted once per process (`_decrypted`).
+    """
+    if connection.vendor != "postgresql":
+        wanted = Endpoint.objects.filter(enabled=True).only(
+            "type", "target", "config", "timeout_seconds"
+        )
+        return {
+            e.pk: _ProbeTarget(e.pk, e.type, e.target, e.config, e.timeout_seconds)
+            for e in wanted.in_bulk(list(ids)).values()
+        }
+    with bound_cursor() as cursor:
+        cursor.execute(_targets_sql(), [list(ids)])
+        rows = cursor.fetchall()
+    keys = tuple(settings.FIELD_ENCRYPTION_KEYS)
+    return {
+        pk: _ProbeTarget(
+            pk, kind, _decrypted(keys, target), json.loads(_decrypted(keys, config)), timeout
+        )
+        for pk, kind, target, config, timeout in rows
+    }
+
+
+@cache
+def _targets_sql() -> str:
+    table = connection.ops.quote_name(Endpoint._meta.db_table)
+    return (
+        f"SELECT id, type, target, config, timeout_seconds FROM {table} "  # noqa: S608 - model's
+        "WHERE id = ANY(%b::uuid[]) AND enabled"
+    )
+
+# Ciphertexts whose clear text a worker keeps: two per endpoint. Fernet tokens differ on
+# every save, so a changed target or config is a new key here, never a stale hit.
+_DECRYPTED_KEPT = 50_000
+
+
+@lru_cache(maxsize=_DECRYPTED_KEPT)
+def _decrypted(keys: tuple[str, ...], token: str) -> str:
+    """`token` decrypted under `keys` (the setting's value, part of the cache key so that
+    retiring a key makes its tokens fail again); a failure is not kept."""
+    return decrypt(token)
 
 
 @dataclass(frozen=True)
