@@ -87,15 +87,19 @@ def bound_cursor() -> Iterator[CursorWrapper]:
         yield wrapped
 
 
-def loaded(model: type[models.Model], names: Sequence[str], values: Sequence[Any]) -> Any:
+def loaded(
+    model: type[models.Model], names: Sequence[str], values: Sequence[Any], alias: str | None = None
+) -> Any:
     """An instance of `model` as `Model.from_db` makes it from these columns (the others
     deferred), without `Model.__init__`: its per-field loop and signals were a fifth of an
     ingest batch's CPU for 200 endpoints. Only for models with no `__init__` of their own
     and no pre_init/post_init receivers (none in this project), and attribute names
-    (`attname`) whose descriptors do not intercept assignment on a new instance."""
+    (`attname`) whose descriptors do not intercept assignment on a new instance. `alias`:
+    the connection's, given by a caller loading many (looking it up costs a context-local
+    read each time)."""
     obj = model.__new__(model)
     state = obj._state = ModelState()
-    state.adding, state.db = False, connection.alias
+    state.adding, state.db = False, alias or connection.alias
     obj.__dict__.update(zip(names, values, strict=True))
     return obj
 

@@ -163,6 +163,7 @@ def _targets_sql() -> str:
         "WHERE id = ANY(%b::uuid[]) AND enabled"
     )
 
+
 # Ciphertexts whose clear text a worker keeps: two per endpoint. Fernet tokens differ on
 # every save, so a changed target or config is a new key here, never a stale hit.
 _DECRYPTED_KEPT = 50_000
@@ -222,16 +223,25 @@ def _lock_on_postgresql(ids: Sequence[UUID], skip_locked: bool) -> dict[UUID, En
         cursor.execute(sql, [list(ids)])
         rows = cursor.fetchall()
     names = [f.attname for f in _LOCKED]
-    json_at = [n for n, f in enumerate(_LOCKED) if isinstance(f, models.JSONField)]
+    json_at = [
+        (n, f.from_db_value) for n, f in enumerate(_LOCKED) if isinstance(f, models.JSONField)
+    ]
     project_at = names.index("project_id")
+    alias, set_project = connection.alias, Endpoint.project.field.set_cached_value
+    # One project instance per project, as a prefetch shares them: most of a batch's
+    # endpoints belong to a few projects.
+    projects: dict[UUID, Project] = {}
     found = {}
     for row in rows:
         values = list(row[:-1])
-        for n in json_at:
-            values[n] = _LOCKED[n].from_db_value(values[n], None, connection)
-        endpoint = loaded(Endpoint, names, values)
-        project = loaded(Project, _PROJECT, (values[project_at], row[-1]))
-        Endpoint.project.field.set_cached_value(endpoint, project)
+        for n, convert in json_at:
+            values[n] = convert(values[n], None, connection)
+        endpoint = loaded(Endpoint, names, values, alias)
+        project = projects.get(values[project_at])
+        if project is None:
+            project = loaded(Project, _PROJECT, (values[project_at], row[-1]), alias)
+            projects[project.pk] = project
+        set_project(endpoint, project)
         found[endpoint.pk] = endpoint
     return found
 
