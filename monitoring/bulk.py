@@ -8,6 +8,7 @@ arrays of 200 values were quoted element by element in Python, a third of a batc
 
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from functools import cache
 from typing import Any, cast
 
 import psycopg
@@ -129,7 +130,17 @@ def rows_update(objects: Sequence[models.Model], fields: Sequence[str]) -> None:
     """
     if not objects:
         return
-    meta = type(objects[0])._meta
+    sql, attnames = _update_sql(type(objects[0]), tuple(fields))
+    params = [[getattr(obj, name) for obj in objects] for name in attnames]
+    with bound_cursor() as cursor:
+        cursor.execute(sql, params)
+
+
+@cache
+def _update_sql(model: type[models.Model], fields: tuple[str, ...]) -> tuple[str, list[str]]:
+    """The statement of `rows_update` and the attributes its arrays hold, in order: built
+    once per model and columns (every batch built it again: 0.1 ms of a batch's CPU)."""
+    meta = model._meta
     quote = connection.ops.quote_name
     columns = [cast(models.Field, meta.get_field(name)) for name in fields]
     pk = meta.pk
@@ -142,7 +153,4 @@ def rows_update(objects: Sequence[models.Model], fields: Sequence[str]) -> None:
         + f" FROM unnest({casts}) AS v({quote(str(pk.column))}, {', '.join(names)})"
         + f" WHERE t.{quote(str(pk.column))} = v.{quote(str(pk.column))}"
     )
-    attnames = [pk.attname, *(column.attname for column in columns)]
-    params = [[getattr(obj, name) for obj in objects] for name in attnames]
-    with bound_cursor() as cursor:
-        cursor.execute(sql, params)
+    return sql, [pk.attname, *(column.attname for column in columns)]

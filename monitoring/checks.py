@@ -211,22 +211,9 @@ def _lock_on_postgresql(ids: Sequence[UUID], skip_locked: bool) -> dict[UUID, En
     """The same lock and rows as the ORM's query, the ids sent as one binary array: built
     by the ORM, 200 ids quoted into an IN list cost more CPU than the rest of the batch's
     queries (bench/README.md, ingest). The project comes with its organization only."""
-    quote = connection.ops.quote_name
-    columns = ", ".join(f"e.{quote(f.column)}" for f in _LOCKED)
-    sql = (
-        f"SELECT {columns}, p.organization_id FROM {quote(Endpoint._meta.db_table)} e "  # noqa: S608
-        f"JOIN {quote(Project._meta.db_table)} p ON p.id = e.project_id "
-        "WHERE e.id = ANY(%b::uuid[]) ORDER BY e.id FOR NO KEY UPDATE OF e"
-        + (" SKIP LOCKED" if skip_locked else "")
-    )
     with bound_cursor() as cursor:
-        cursor.execute(sql, [list(ids)])
+        cursor.execute(_lock_sql(skip_locked), [list(ids)])
         rows = cursor.fetchall()
-    names = [f.attname for f in _LOCKED]
-    json_at = [
-        (n, f.from_db_value) for n, f in enumerate(_LOCKED) if isinstance(f, models.JSONField)
-    ]
-    project_at = names.index("project_id")
     alias, set_project = connection.alias, Endpoint.project.field.set_cached_value
     # One project instance per project, as a prefetch shares them: most of a batch's
     # endpoints belong to a few projects.
@@ -234,12 +221,12 @@ def _lock_on_postgresql(ids: Sequence[UUID], skip_locked: bool) -> dict[UUID, En
     found = {}
     for row in rows:
         values = list(row[:-1])
-        for n, convert in json_at:
+        for n, convert in _LOCKED_JSON:
             values[n] = convert(values[n], None, connection)
-        endpoint = loaded(Endpoint, names, values, alias)
-        project = projects.get(values[project_at])
+        endpoint = loaded(Endpoint, _LOCKED_NAMES, values, alias)
+        project = projects.get(values[_LOCKED_PROJECT])
         if project is None:
-            project = loaded(Project, _PROJECT, (values[project_at], row[-1]), alias)
+            project = loaded(Project, _PROJECT, (values[_LOCKED_PROJECT], row[-1]), alias)
             projects[project.pk] = project
         set_project(endpoint, project)
         found[endpoint.pk] = endpoint
@@ -247,6 +234,24 @@ def _lock_on_postgresql(ids: Sequence[UUID], skip_locked: bool) -> dict[UUID, En
 
 
 _PROJECT = ("id", "organization_id")
+_LOCKED_NAMES = [f.attname for f in _LOCKED]
+_LOCKED_JSON = [
+    (n, f.from_db_value) for n, f in enumerate(_LOCKED) if isinstance(f, models.JSONField)
+]
+_LOCKED_PROJECT = _LOCKED_NAMES.index("project_id")
+
+
+@cache
+def _lock_sql(skip_locked: bool) -> str:
+    """The statement of `_lock_on_postgresql` (names from the models only), built once."""
+    quote = connection.ops.quote_name
+    columns = ", ".join(f"e.{quote(f.column)}" for f in _LOCKED)
+    return (
+        f"SELECT {columns}, p.organization_id FROM {quote(Endpoint._meta.db_table)} e "  # noqa: S608
+        f"JOIN {quote(Project._meta.db_table)} p ON p.id = e.project_id "
+        "WHERE e.id = ANY(%b::uuid[]) ORDER BY e.id FOR NO KEY UPDATE OF e"
+        + (" SKIP LOCKED" if skip_locked else "")
+    )
 
 
 def checks_store(*, outcomes: Sequence[CheckOutcome]) -> Stored:
@@ -289,14 +294,19 @@ def _taken(ids: Sequence[UUID], first: datetime, last: datetime) -> set[tuple[UU
                 endpoint_id__in=ids, scheduled_for__gte=first, scheduled_for__lte=last
             ).values_list("endpoint_id", "scheduled_for", "location")
         )
+    with bound_cursor() as cursor:
+        cursor.execute(_taken_sql(), [list(ids), first, last])
+        return set(cursor.fetchall())
+
+
+@cache
+def _taken_sql() -> str:
+    """The statement of `_taken` on PostgreSQL (the model's names only), built once."""
     table = connection.ops.quote_name(CheckResult._meta.db_table)
-    sql = (
+    return (
         f"SELECT endpoint_id, scheduled_for, location FROM {table} "  # noqa: S608 - model's
         "WHERE endpoint_id = ANY(%b::uuid[]) AND scheduled_for >= %b AND scheduled_for <= %b"
     )
-    with bound_cursor() as cursor:
-        cursor.execute(sql, [list(ids), first, last])
-        return set(cursor.fetchall())
 
 
 def checks_insert(*, outcomes: Sequence[CheckOutcome], copy: bool | None = None) -> None:
