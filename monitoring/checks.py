@@ -235,7 +235,7 @@ def _lock_on_postgresql(ids: Sequence[UUID], skip_locked: bool) -> dict[UUID, En
 
 _PROJECT = ("id", "organization_id")
 _LOCKED_NAMES = [f.attname for f in _LOCKED]
-_LOCKED_JSON = [
+_LOCKED_JSON: list[tuple[int, Any]] = [
     (n, f.from_db_value) for n, f in enumerate(_LOCKED) if isinstance(f, models.JSONField)
 ]
 _LOCKED_PROJECT = _LOCKED_NAMES.index("project_id")

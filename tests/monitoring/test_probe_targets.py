@@ -31,9 +31,7 @@ def probe(*endpoints):
     return checks_probe(slots=[(endpoint.pk, now) for endpoint in endpoints])
 
 
-def test_each_enabled_endpoint_is_probed_at_its_target_with_its_config(
-    cast, make_endpoint, probed
-):
+def test_each_enabled_endpoint_is_probed_at_its_target_with_its_config(cast, make_endpoint, probed):
     first = make_endpoint(cast.project, target="https://a.example/health", timeout_seconds=3)
     second = make_endpoint(
         cast.project, name="B", target="https://b.example/", config={"headers": {"X-K": "v"}}
