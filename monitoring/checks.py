@@ -157,6 +157,7 @@ def _probe_targets(ids: Sequence[UUID]) -> dict[UUID, _ProbeTarget]:
 
 @cache
 def _targets_sql() -> str:
+    """The statement of `_probe_targets` on PostgreSQL (the model's names only), built once."""
     table = connection.ops.quote_name(Endpoint._meta.db_table)
     return (
         f"SELECT id, type, target, config, timeout_seconds FROM {table} "  # noqa: S608 - model's
