@@ -7,12 +7,13 @@ one transaction, with the stages of the layers above (rollups, notifications) be
 
 import asyncio
 import itertools
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from functools import partial
+from functools import cache, lru_cache, partial
 from operator import attrgetter
-from typing import Any
+from typing import Any, NamedTuple
 from uuid import UUID
 
 from django.conf import settings
@@ -21,6 +22,7 @@ from django.db import connection, models, transaction
 from accounts.models import Project
 from healthmon import metrics
 from healthmon.db import bound_cursor, update_each
+from healthmon.encryption import decrypt
 from healthmon.logging import get_logger
 from monitoring.bulk import CHECK_COLUMNS, checks_copy, loaded, rows_update
 from monitoring.locations import default_slug, shown_slug, stored_slug
@@ -87,35 +89,92 @@ def checks_probe(
     """
     slug = location or default_slug()
     expected = expected or {}
-    # What a probe needs, no more: building whole endpoints (a dozen timestamps parsed
-    # each) cost the worker as much CPU as storing their results.
-    wanted = Endpoint.objects.only("type", "target", "config", "timeout_seconds", "enabled")
-    endpoints = wanted.in_bulk([pk for pk, _ in slots])
-    work = [(endpoints[pk], slot) for pk, slot in slots if pk in endpoints]
-    work = [(endpoint, slot) for endpoint, slot in work if endpoint.enabled]
+    targets = _probe_targets([pk for pk, _ in slots])
+    work = [(targets[pk], slot) for pk, slot in slots if pk in targets]
     tasks = [
         ProbeTask(
-            endpoint.type,
-            endpoint.target,
-            endpoint.config,
-            float(endpoint.timeout_seconds),
+            target.type,
+            target.target,
+            target.config,
+            float(target.timeout_seconds),
             not_before=slot.timestamp(),
             location=slug,
         )
-        for endpoint, slot in work
+        for target, slot in work
     ]
     results = asyncio.run(run_batch(tasks, concurrency=settings.PROBE_CONCURRENCY))
+    stored = stored_slug(slug)
     return [
         CheckOutcome(
-            endpoint.pk,
+            target.pk,
             slot,
             datetime.fromtimestamp(result.started_at, UTC),
             result,
-            location=stored_slug(slug),
-            expected=max(1, int(expected.get(endpoint.pk, 1))),
+            location=stored,
+            expected=max(1, int(expected.get(target.pk, 1))),
         )
-        for (endpoint, slot), result in zip(work, results, strict=True)
+        for (target, slot), result in zip(work, results, strict=True)
     ]
+
+
+class _ProbeTarget(NamedTuple):
+    """What a probe needs of an endpoint, no more."""
+
+    pk: UUID
+    type: str
+    target: str
+    config: dict[str, Any]
+    timeout_seconds: int
+
+
+def _probe_targets(ids: Sequence[UUID]) -> dict[UUID, _ProbeTarget]:
+    """The probe targets of the enabled endpoints among `ids`, decrypted.
+
+    Building endpoints cost the worker as much CPU as storing their results, and then
+    decrypting their targets and configs as much again, every round for the same
+    ciphertexts: on PostgreSQL the rows come by one prepared statement and each
+    ciphertext is decrypted once per process (`_decrypted`).
+    """
+    if connection.vendor != "postgresql":
+        wanted = Endpoint.objects.filter(enabled=True).only(
+            "type", "target", "config", "timeout_seconds"
+        )
+        return {
+            e.pk: _ProbeTarget(e.pk, e.type, e.target, e.config, e.timeout_seconds)
+            for e in wanted.in_bulk(list(ids)).values()
+        }
+    with bound_cursor() as cursor:
+        cursor.execute(_targets_sql(), [list(ids)])
+        rows = cursor.fetchall()
+    keys = tuple(settings.FIELD_ENCRYPTION_KEYS)
+    return {
+        pk: _ProbeTarget(
+            pk, kind, _decrypted(keys, target), json.loads(_decrypted(keys, config)), timeout
+        )
+        for pk, kind, target, config, timeout in rows
+    }
+
+
+@cache
+def _targets_sql() -> str:
+    """The statement of `_probe_targets` on PostgreSQL (the model's names only), built once."""
+    table = connection.ops.quote_name(Endpoint._meta.db_table)
+    return (
+        f"SELECT id, type, target, config, timeout_seconds FROM {table} "  # noqa: S608 - model's
+        "WHERE id = ANY(%b::uuid[]) AND enabled"
+    )
+
+
+# Ciphertexts whose clear text a worker keeps: two per endpoint. Fernet tokens differ on
+# every save, so a changed target or config is a new key here, never a stale hit.
+_DECRYPTED_KEPT = 50_000
+
+
+@lru_cache(maxsize=_DECRYPTED_KEPT)
+def _decrypted(keys: tuple[str, ...], token: str) -> str:
+    """`token` decrypted under `keys` (the setting's value, part of the cache key so that
+    retiring a key makes its tokens fail again); a failure is not kept."""
+    return decrypt(token)
 
 
 @dataclass(frozen=True)
@@ -153,33 +212,47 @@ def _lock_on_postgresql(ids: Sequence[UUID], skip_locked: bool) -> dict[UUID, En
     """The same lock and rows as the ORM's query, the ids sent as one binary array: built
     by the ORM, 200 ids quoted into an IN list cost more CPU than the rest of the batch's
     queries (bench/README.md, ingest). The project comes with its organization only."""
-    quote = connection.ops.quote_name
-    columns = ", ".join(f"e.{quote(f.column)}" for f in _LOCKED)
-    sql = (
-        f"SELECT {columns}, p.organization_id FROM {quote(Endpoint._meta.db_table)} e "  # noqa: S608
-        f"JOIN {quote(Project._meta.db_table)} p ON p.id = e.project_id "
-        "WHERE e.id = ANY(%b::uuid[]) ORDER BY e.id FOR NO KEY UPDATE OF e"
-        + (" SKIP LOCKED" if skip_locked else "")
-    )
     with bound_cursor() as cursor:
-        cursor.execute(sql, [list(ids)])
+        cursor.execute(_lock_sql(skip_locked), [list(ids)])
         rows = cursor.fetchall()
-    names = [f.attname for f in _LOCKED]
-    json_at = [n for n, f in enumerate(_LOCKED) if isinstance(f, models.JSONField)]
-    project_at = names.index("project_id")
+    alias, set_project = connection.alias, Endpoint.project.field.set_cached_value
+    # One project instance per project, as a prefetch shares them: most of a batch's
+    # endpoints belong to a few projects.
+    projects: dict[UUID, Project] = {}
     found = {}
     for row in rows:
         values = list(row[:-1])
-        for n in json_at:
-            values[n] = _LOCKED[n].from_db_value(values[n], None, connection)
-        endpoint = loaded(Endpoint, names, values)
-        project = loaded(Project, _PROJECT, (values[project_at], row[-1]))
-        Endpoint.project.field.set_cached_value(endpoint, project)
+        for n, convert in _LOCKED_JSON:
+            values[n] = convert(values[n], None, connection)
+        endpoint = loaded(Endpoint, _LOCKED_NAMES, values, alias)
+        project = projects.get(values[_LOCKED_PROJECT])
+        if project is None:
+            project = loaded(Project, _PROJECT, (values[_LOCKED_PROJECT], row[-1]), alias)
+            projects[project.pk] = project
+        set_project(endpoint, project)
         found[endpoint.pk] = endpoint
     return found
 
 
 _PROJECT = ("id", "organization_id")
+_LOCKED_NAMES = [f.attname for f in _LOCKED]
+_LOCKED_JSON: list[tuple[int, Any]] = [
+    (n, f.from_db_value) for n, f in enumerate(_LOCKED) if isinstance(f, models.JSONField)
+]
+_LOCKED_PROJECT = _LOCKED_NAMES.index("project_id")
+
+
+@cache
+def _lock_sql(skip_locked: bool) -> str:
+    """The statement of `_lock_on_postgresql` (names from the models only), built once."""
+    quote = connection.ops.quote_name
+    columns = ", ".join(f"e.{quote(f.column)}" for f in _LOCKED)
+    return (
+        f"SELECT {columns}, p.organization_id FROM {quote(Endpoint._meta.db_table)} e "  # noqa: S608
+        f"JOIN {quote(Project._meta.db_table)} p ON p.id = e.project_id "
+        "WHERE e.id = ANY(%b::uuid[]) ORDER BY e.id FOR NO KEY UPDATE OF e"
+        + (" SKIP LOCKED" if skip_locked else "")
+    )
 
 
 def checks_store(*, outcomes: Sequence[CheckOutcome]) -> Stored:
@@ -222,14 +295,19 @@ def _taken(ids: Sequence[UUID], first: datetime, last: datetime) -> set[tuple[UU
                 endpoint_id__in=ids, scheduled_for__gte=first, scheduled_for__lte=last
             ).values_list("endpoint_id", "scheduled_for", "location")
         )
+    with bound_cursor() as cursor:
+        cursor.execute(_taken_sql(), [list(ids), first, last])
+        return set(cursor.fetchall())
+
+
+@cache
+def _taken_sql() -> str:
+    """The statement of `_taken` on PostgreSQL (the model's names only), built once."""
     table = connection.ops.quote_name(CheckResult._meta.db_table)
-    sql = (
+    return (
         f"SELECT endpoint_id, scheduled_for, location FROM {table} "  # noqa: S608 - model's
         "WHERE endpoint_id = ANY(%b::uuid[]) AND scheduled_for >= %b AND scheduled_for <= %b"
     )
-    with bound_cursor() as cursor:
-        cursor.execute(sql, [list(ids), first, last])
-        return set(cursor.fetchall())
 
 
 def checks_insert(*, outcomes: Sequence[CheckOutcome], copy: bool | None = None) -> None:
