@@ -266,6 +266,32 @@ PG_SETTINGS = (
 )
 
 
+# README, "PostgreSQL settings": those a database can take without a server restart
+# (`shared_buffers` and the WAL settings need one), for the 2-core / 24 GB machine.
+TUNED = {
+    "work_mem": "32MB",
+    "maintenance_work_mem": "1GB",
+    "effective_cache_size": "16GB",
+    "random_page_cost": "1.1",
+    "effective_io_concurrency": "200",
+    "jit": "off",
+}
+
+
+def database_tuning(url: str, tuned: bool) -> str:
+    """Give the benchmark's database the README's settings (`--tuned`), or none of its own
+    (a database kept by `--keep` and measured again): a line saying which."""
+    name = url.rsplit("/", 1)[1]
+    with psycopg.connect(PG_ADMIN_URL, autocommit=True) as admin:
+        admin.execute(f'ALTER DATABASE "{name}" RESET ALL')
+        for setting, value in TUNED.items() if tuned else ():
+            admin.execute(f"ALTER DATABASE \"{name}\" SET {setting} = '{value}'")
+    if not tuned:
+        return "database settings: the server's (stock unless said above)"
+    shown = ", ".join(f"{setting}={value}" for setting, value in TUNED.items())
+    return f"database settings (--tuned, README's that need no restart): {shown}"
+
+
 def postgres_settings() -> str:
     """The local server's version and the settings in `PG_SETTINGS`, on one line."""
     with psycopg.connect(PG_ADMIN_URL, autocommit=True) as admin:

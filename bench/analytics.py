@@ -67,6 +67,7 @@ from _support import (
     CPUS,
     PG_ADMIN_URL,
     app_environment,
+    database_tuning,
     load_average,
     migrate,
     percentile,
@@ -110,6 +111,11 @@ def parse_args() -> argparse.Namespace:
         help="measure only this part (the data is still built, at --scale)",
     )
     parser.add_argument("--explain", action="store_true", help="print EXPLAIN ANALYZE plans")
+    parser.add_argument(
+        "--tuned",
+        action="store_true",
+        help="the README's PostgreSQL settings that need no restart, on the bench database",
+    )
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--keep", action="store_true", help="keep the database at the end")
     parser.add_argument("--reuse", metavar="NAME", help="measure a database kept by --keep")
@@ -576,6 +582,7 @@ def benchmark(args: argparse.Namespace) -> None:
     warnings.filterwarnings("ignore", message="No directory at", category=UserWarning)
     print(f"CPUs: {CPUS}; load average before the run: {load_average()}")
     with database(args) as url:
+        print(database_tuning(url, args.tuned))
         extra = {"ALLOWED_HOSTS": "testserver"}
         if args.reuse:
             with psycopg.connect(url) as conn:
