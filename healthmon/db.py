@@ -2,6 +2,7 @@
 
 import abc
 import functools
+import select
 import time
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar, cast
@@ -17,6 +18,44 @@ from django.db.migrations import AddIndex, RemoveIndex
 
 T = TypeVar("T")
 LOCK_NOT_GRANTED = "55P03"  # PostgreSQL's lock_not_available
+
+
+def _idle_and_quiet(raw: Any) -> bool:
+    """Whether a psycopg connection is open, idle outside a transaction, and has nothing
+    from the server waiting on its socket."""
+    if raw.closed or raw.broken or raw.info.transaction_status != raw.info.transaction_status.IDLE:
+        return False
+    poller = select.poll()  # errors and hang-ups are reported whatever is registered
+    poller.register(raw.fileno(), select.POLLIN | select.POLLPRI)
+    return not poller.poll(0)
+
+
+def skip_quiet_health_checks(**kwargs: Any) -> None:
+    """At a request's start, count a kept PostgreSQL connection as checked when the server
+    has sent nothing on it since its last answer (a `request_started` receiver, after
+    Django's `close_old_connections`).
+
+    CONN_HEALTH_CHECKS made every request that used the database send a `SELECT 1` first:
+    a round trip, a fifth of the statements of an API key's endpoint list. A server that
+    ends a connection (restart, `pg_terminate_backend`, an idle timeout, a pooler) sends
+    an error and closes it, which leaves the socket readable: such a connection, or one
+    not idle, still gets Django's `SELECT 1` and is replaced when that fails. A silent
+    network failure is found by neither without a timeout (TCP_USER_TIMEOUT, settings.py).
+    """
+    if not hasattr(select, "poll"):
+        return
+    # Django's stubs do not know the health check's attributes (Django 4.1).
+    wrappers: Sequence[Any] = connections.all(initialized_only=True)
+    for wrapper in wrappers:
+        if (
+            wrapper.vendor == "postgresql"
+            and wrapper.connection is not None
+            and wrapper.health_check_enabled
+            and not wrapper.health_check_done
+            and not wrapper.errors_occurred
+            and _idle_and_quiet(wrapper.connection)
+        ):
+            wrapper.health_check_done = True
 
 
 def lock_not_granted(exc: OperationalError) -> bool:
