@@ -37,7 +37,7 @@ from alerts.delivery import (
 from alerts.models import Delivery, DeliveryAttempt, DeliveryStatus, NotificationChannel
 from alerts.transport import MAX_ERROR_LENGTH, Sent
 from healthmon import metrics
-from monitoring.bulk import bound_cursor
+from healthmon.db import bound_cursor
 from monitoring.models import ActivityKind, IncidentActivity, time_ordered_uuid
 
 

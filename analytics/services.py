@@ -14,7 +14,7 @@ from analytics import histogram
 from analytics.latency import Latency
 from analytics.models import TIERS, DayRollup, FiveMinuteRollup, HourRollup, Rollup
 from analytics.windows import ceil, floor
-from monitoring.bulk import bound_cursor
+from healthmon.db import bound_cursor
 from monitoring.locations import LocationResult, judge, quorum_of
 from monitoring.models import CheckResult, Endpoint, time_ordered_uuid_floor
 from monitoring.partitions import day_start, partitioned, partitions_drop

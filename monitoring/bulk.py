@@ -6,15 +6,13 @@ arrays of 200 values were quoted element by element in Python, a third of a batc
 (bench/README.md, ingest). A cursor made here sends them as binary parameters instead.
 """
 
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Sequence
 from typing import Any, cast
 
-import psycopg
 from django.db import connection, models
-from django.db.backends.utils import CursorWrapper
 from django.db.models.base import ModelState
 
+from healthmon.db import bound_cursor
 from monitoring.models import CheckResult
 
 # The columns COPY names, in order, with their PostgreSQL types: every column, `id`
@@ -32,59 +30,6 @@ CHECK_COLUMNS: tuple[tuple[str, str], ...] = (
     ("error_detail", "text"),
     ("location", "text"),
 )
-
-
-_NEVER = 2**62
-
-
-class _PreparedCursor(psycopg.Cursor[Any]):
-    """A psycopg cursor whose statements are prepared on the server at their first run.
-
-    Django turns psycopg's automatic preparing off (`prepare_threshold` None), so every
-    statement was parsed and planned again: 3.5 ms a batch for the rollups' alone. The
-    statements run here are few and of fixed text, run once per batch by every worker:
-    psycopg keeps them prepared per connection (at most 100, least recently used first out).
-    """
-
-    def execute(  # same signature as psycopg's, another default for `prepare`
-        self,
-        query: Any,
-        params: Any = None,
-        *,
-        prepare: bool | None = True,
-        binary: bool | None = None,
-    ) -> "_PreparedCursor":
-        super().execute(query, params, prepare=prepare, binary=binary)
-        return self
-
-    def _send_query_prepared(self, name: bytes, pgq: Any, *, binary: bool | None = None) -> None:
-        # psycopg keeps the statement it ran only when it ran it unprepared; Django's query
-        # log (DEBUG, CaptureQueriesContext) reads it from there, and logged None instead.
-        self._query = pgq
-        super()._send_query_prepared(name, pgq, binary=binary)
-
-
-@contextmanager
-def bound_cursor() -> Iterator[CursorWrapper]:
-    """A cursor on the default connection whose parameters the server binds, and whose
-    statements it prepares once per connection, wrapped as Django wraps its own: execute
-    wrappers and the query log see its statements."""
-    connection.ensure_connection()
-    conn = cast(psycopg.Connection[Any], connection.connection)
-    if conn.prepare_threshold is None:
-        # Django's default, which turns every prepare off, even one asked for: a threshold
-        # no statement reaches lets these cursors prepare theirs while Django's own
-        # statements stay unprepared, as before.
-        conn.prepare_threshold = _NEVER
-    # Django's stubs type the cursor it wraps as its own wrapper: this is psycopg's.
-    raw = cast(Any, _PreparedCursor(conn))
-    wrapped = (
-        connection.make_debug_cursor(raw)
-        if connection.queries_logged
-        else connection.make_cursor(raw)
-    )
-    with wrapped:
-        yield wrapped
 
 
 def loaded(model: type[models.Model], names: Sequence[str], values: Sequence[Any]) -> Any:

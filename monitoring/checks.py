@@ -20,9 +20,9 @@ from django.db import connection, models, transaction
 
 from accounts.models import Project
 from healthmon import metrics
-from healthmon.db import update_each
+from healthmon.db import bound_cursor, update_each
 from healthmon.logging import get_logger
-from monitoring.bulk import CHECK_COLUMNS, bound_cursor, checks_copy, loaded, rows_update
+from monitoring.bulk import CHECK_COLUMNS, checks_copy, loaded, rows_update
 from monitoring.locations import default_slug, shown_slug, stored_slug
 from monitoring.models import (
     CheckResult,
