@@ -2,6 +2,7 @@
 
 import abc
 import functools
+import json
 import select
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -205,12 +206,43 @@ def _column(field: Any) -> str:
     return str(cast(models.Field, field).column)
 
 
+def _json_value(value: Any) -> Any:
+    """What `JSONField.from_db_value` makes of a column's value, for a field without a
+    decoder of its own: the decoded document, or the value as it came when not JSON."""
+    if value is None:
+        return None
+    try:
+        return json.loads(value)
+    except json.JSONDecodeError:
+        return value
+
+
+def _value_converter(converters: list[Any], expression: Any, connection: Any) -> Any:
+    """One function of the value doing what the ORM's `converters` of a column do."""
+    if len(converters) == 1:
+        (converter,) = converters
+        field = getattr(converter, "__self__", None)
+        if (
+            getattr(converter, "__func__", None) is models.JSONField.from_db_value
+            and getattr(field, "decoder", True) is None
+        ):
+            return _json_value  # the same, without the ORM's call per value (~3 µs)
+
+    def convert(value: Any) -> Any:
+        for converter in converters:
+            value = converter(value, expression, connection)
+        return value
+
+    return convert
+
+
 @functools.cache
 def _row_reader(
     model: type[models.Model], fields: tuple[str, ...], column: str, alias: str
-) -> tuple[str, str, dict[int, Any], Any]:
+) -> tuple[str, str, tuple[tuple[int, Any], ...]]:
     """What `ColumnRows` runs on the database `alias`: the head of its page statement (the
-    columns, the table), its ordering, and the ORM's converters of those columns."""
+    columns, the table), its ordering, and the ORM's converters of those columns (by
+    position, each one function of the value)."""
     connection = connections[alias]
     meta, quote = model._meta, connection.ops.quote_name
     names = ", ".join(quote(_column(meta.get_field(name))) for name in fields)
@@ -223,7 +255,11 @@ def _row_reader(
     compiler = model._default_manager.values(*fields).query.get_compiler(using=alias)
     compiler.setup_query()
     converters = compiler.get_converters([expression for expression, _, _ in compiler.select])
-    return head, order, converters, compiler
+    by_position = tuple(
+        (position, _value_converter(functions, expression, connection))
+        for position, (functions, expression) in sorted(converters.items())
+    )
+    return head, order, by_position
 
 
 class ColumnRows(Rows):
@@ -251,7 +287,7 @@ class ColumnRows(Rows):
         start, stop = window.start or 0, window.stop
         if not self._values or stop is None or stop <= start:
             return []
-        head, order, converters, compiler = _row_reader(
+        head, order, converters = _row_reader(
             self._model, self._fields, _column(self._field), self._alias
         )
         values, params = self._where()
@@ -259,10 +295,14 @@ class ColumnRows(Rows):
         with connections[self._alias].cursor() as cursor:
             cursor.execute(sql, [*params, stop - start, start])
             rows = cursor.fetchall()
-        if converters:
-            rows = list(compiler.apply_converters(rows, converters))
-        fields = self._fields
-        return [dict(zip(fields, row, strict=True)) for row in rows]
+        fields, read = self._fields, []
+        for row in rows:
+            item = dict(zip(fields, row, strict=True))
+            for position, convert in converters:
+                name = fields[position]
+                item[name] = convert(item[name])
+            read.append(item)
+        return read
 
     def count(self) -> int:
         """How many rows match, by `COUNT(*)`."""
