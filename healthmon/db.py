@@ -2,6 +2,8 @@
 
 import abc
 import functools
+import json
+import select
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -14,13 +16,51 @@ from django.contrib.postgres.operations import (
 from django.contrib.postgres.operations import (
     RemoveIndexConcurrently as RemoveIndexConcurrentlyOnPostgres,
 )
-from django.db import OperationalError, connection, connections, models, router, transaction
+from django.db import DEFAULT_DB_ALIAS, OperationalError, connections, models, router, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.utils import CursorWrapper
 from django.db.migrations import AddIndex, RemoveIndex
 
 T = TypeVar("T")
 LOCK_NOT_GRANTED = "55P03"  # PostgreSQL's lock_not_available
+
+
+def _idle_and_quiet(raw: Any) -> bool:
+    """Whether a psycopg connection is open, idle outside a transaction, and has nothing
+    from the server waiting on its socket."""
+    if raw.closed or raw.broken or raw.info.transaction_status != raw.info.transaction_status.IDLE:
+        return False
+    poller = select.poll()  # errors and hang-ups are reported whatever is registered
+    poller.register(raw.fileno(), select.POLLIN | select.POLLPRI)
+    return not poller.poll(0)
+
+
+def skip_quiet_health_checks(**kwargs: Any) -> None:
+    """At a request's start, count a kept PostgreSQL connection as checked when the server
+    has sent nothing on it since its last answer (a `request_started` receiver, after
+    Django's `close_old_connections`).
+
+    CONN_HEALTH_CHECKS made every request that used the database send a `SELECT 1` first:
+    a round trip, a fifth of the statements of an API key's endpoint list. A server that
+    ends a connection (restart, `pg_terminate_backend`, an idle timeout, a pooler) sends
+    an error and closes it, which leaves the socket readable: such a connection, or one
+    not idle, still gets Django's `SELECT 1` and is replaced when that fails. A silent
+    network failure is found by neither without a timeout (TCP_USER_TIMEOUT, settings.py).
+    """
+    if not hasattr(select, "poll"):
+        return
+    # Django's stubs do not know the health check's attributes (Django 4.1).
+    wrappers: Sequence[Any] = connections.all(initialized_only=True)
+    for wrapper in wrappers:
+        if (
+            wrapper.vendor == "postgresql"
+            and wrapper.connection is not None
+            and wrapper.health_check_enabled
+            and not wrapper.health_check_done
+            and not wrapper.errors_occurred
+            and _idle_and_quiet(wrapper.connection)
+        ):
+            wrapper.health_check_done = True
 
 
 def lock_not_granted(exc: OperationalError) -> bool:
@@ -52,6 +92,81 @@ def with_lock_timeout(
     raise AssertionError("unreachable: the loop returns or raises")  # pragma: no cover
 
 
+_NEVER = 2**62
+
+
+class _PreparedCursor(psycopg.Cursor[Any]):
+    """A psycopg cursor whose statements are prepared on the server at their first run.
+
+    Django turns psycopg's automatic preparing off (`prepare_threshold` None), so every
+    statement was parsed and planned again: 3.5 ms a batch for the rollups' alone, three
+    times what reading it took for an API request's credential state, and two thirds of an
+    endpoint summary's database time (its rollup statement: 3.3 ms bound on the client,
+    0.7 ms prepared; bench/README.md). The
+    statements run here are few and of fixed text, run again and again by every process:
+    psycopg keeps them prepared per connection (at most 100, least recently used first out).
+    """
+
+    def execute(  # same signature as psycopg's, another default for `prepare`
+        self,
+        query: Any,
+        params: Any = None,
+        *,
+        prepare: bool | None = True,
+        binary: bool | None = None,
+    ) -> "_PreparedCursor":
+        super().execute(query, params, prepare=prepare, binary=binary)
+        return self
+
+    def _send_query_prepared(self, name: bytes, pgq: Any, *, binary: bool | None = None) -> None:
+        # psycopg keeps the statement it ran only when it ran it unprepared; Django's query
+        # log (DEBUG, CaptureQueriesContext) reads it from there, and logged None instead.
+        self._query = pgq
+        super()._send_query_prepared(name, pgq, binary=binary)
+
+
+@contextmanager
+def bound_cursor(alias: str = DEFAULT_DB_ALIAS) -> Iterator[CursorWrapper]:
+    """A cursor on a PostgreSQL connection whose parameters the server binds, and whose
+    statements it prepares once per connection, wrapped as Django wraps its own: execute
+    wrappers and the query log see its statements."""
+    connection = connections[alias]
+    # As Django's own cursors do: a connection kept from an earlier request or task is
+    # checked once before its first statement (`skip_quiet_health_checks` may spare it).
+    connection.close_if_health_check_failed()
+    connection.ensure_connection()
+    conn = cast(psycopg.Connection[Any], connection.connection)
+    if conn.prepare_threshold is None:
+        # Django's default, which turns every prepare off, even one asked for: a threshold
+        # no statement reaches lets these cursors prepare theirs while Django's own
+        # statements stay unprepared, as before.
+        conn.prepare_threshold = _NEVER
+    # Django's stubs type the cursor it wraps as its own wrapper: this is psycopg's.
+    raw = cast(Any, _PreparedCursor(conn))
+    wrapped = (
+        connection.make_debug_cursor(raw)
+        if connection.queries_logged
+        else connection.make_cursor(raw)
+    )
+    with wrapped:
+        yield wrapped
+
+
+def fetch_prepared(alias: str, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+    """The rows of a fixed statement (`%s` parameters): prepared once per connection on
+    PostgreSQL, through Django's cursor elsewhere (SQLite). A connection kept from an
+    earlier request is health-checked first, as Django's cursors do."""
+    connection = connections[alias]
+    cursor_of = bound_cursor if connection.vendor == "postgresql" else _plain_cursor
+    with cursor_of(alias) as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()
+
+
+def _plain_cursor(alias: str) -> CursorWrapper:
+    return connections[alias].cursor()
+
+
 def update_each(objects: Sequence[models.Model], fields: Sequence[str]) -> None:
     """Write these columns of each object: one UPDATE per row, sent as one executemany
     (a pipeline on psycopg 3).
@@ -78,68 +193,10 @@ def update_each(objects: Sequence[models.Model], fields: Sequence[str]) -> None:
         cursor.executemany(sql, rows)
 
 
-# --- Statements the server binds and prepares --------------------------------------------------
-
-_NEVER = 2**62
-
-
-class _PreparedCursor(psycopg.Cursor[Any]):
-    """A psycopg cursor whose statements are prepared on the server at their first run.
-
-    Django turns psycopg's automatic preparing off (`prepare_threshold` None), so every
-    statement was parsed and planned again: 3.5 ms an ingest batch for the rollups' alone,
-    and two thirds of an endpoint summary's database time (its rollup statement: 3.3 ms
-    bound on the client, 0.7 ms prepared; bench/README.md). The statements run here are of
-    fixed text: psycopg keeps them prepared per connection (at most 100, least recently
-    used first out).
-    """
-
-    def execute(  # same signature as psycopg's, another default for `prepare`
-        self,
-        query: Any,
-        params: Any = None,
-        *,
-        prepare: bool | None = True,
-        binary: bool | None = None,
-    ) -> "_PreparedCursor":
-        super().execute(query, params, prepare=prepare, binary=binary)
-        return self
-
-    def _send_query_prepared(self, name: bytes, pgq: Any, *, binary: bool | None = None) -> None:
-        # psycopg keeps the statement it ran only when it ran it unprepared; Django's query
-        # log (DEBUG, CaptureQueriesContext) reads it from there, and logged None instead.
-        self._query = pgq
-        super()._send_query_prepared(name, pgq, binary=binary)
-
-
-@contextmanager
-def bound_cursor(using: BaseDatabaseWrapper | None = None) -> Iterator[CursorWrapper]:
-    """A cursor on this PostgreSQL connection (the default one unless told) whose
-    parameters the server binds, and whose statements it prepares once per connection,
-    wrapped as Django wraps its own: execute wrappers and the query log see its statements.
-
-    Django's own cursors interpolate parameters into the SQL text on the client: a batch's
-    arrays of 200 values were quoted element by element in Python, a third of an ingest
-    batch's CPU. These send them as parameters (binary with `%b`)."""
-    wrapper = using or connection
-    wrapper.ensure_connection()
-    conn = cast(psycopg.Connection[Any], wrapper.connection)
-    if conn.prepare_threshold is None:
-        # Django's default, which turns every prepare off, even one asked for: a threshold
-        # no statement reaches lets these cursors prepare theirs while Django's own
-        # statements stay unprepared, as before.
-        conn.prepare_threshold = _NEVER
-    # Django's stubs type the cursor it wraps as its own wrapper: this is psycopg's.
-    raw = cast(Any, _PreparedCursor(conn))
-    wrapped = wrapper.make_debug_cursor(raw) if wrapper.queries_logged else wrapper.make_cursor(raw)
-    with wrapped:
-        yield wrapped
-
-
 def read_cursor(using: BaseDatabaseWrapper) -> Any:
     """A cursor for a read of fixed text on this connection: prepared on PostgreSQL
     (`bound_cursor`), Django's own elsewhere. Parameters as pyformat (`%(name)s`)."""
-    return bound_cursor(using) if using.vendor == "postgresql" else using.cursor()
+    return bound_cursor(using.alias) if using.vendor == "postgresql" else using.cursor()
 
 
 class Rows(abc.ABC):
@@ -160,12 +217,43 @@ def _column(field: Any) -> str:
     return str(cast(models.Field, field).column)
 
 
+def _json_value(value: Any) -> Any:
+    """What `JSONField.from_db_value` makes of a column's value, for a field without a
+    decoder of its own: the decoded document, or the value as it came when not JSON."""
+    if value is None:
+        return None
+    try:
+        return json.loads(value)
+    except json.JSONDecodeError:
+        return value
+
+
+def _value_converter(converters: list[Any], expression: Any, connection: Any) -> Any:
+    """One function of the value doing what the ORM's `converters` of a column do."""
+    if len(converters) == 1:
+        (converter,) = converters
+        field = getattr(converter, "__self__", None)
+        if (
+            getattr(converter, "__func__", None) is models.JSONField.from_db_value
+            and getattr(field, "decoder", True) is None
+        ):
+            return _json_value  # the same, without the ORM's call per value (~3 µs)
+
+    def convert(value: Any) -> Any:
+        for converter in converters:
+            value = converter(value, expression, connection)
+        return value
+
+    return convert
+
+
 @functools.cache
 def _row_reader(
     model: type[models.Model], fields: tuple[str, ...], column: str, alias: str
-) -> tuple[str, str, dict[int, Any], Any]:
+) -> tuple[str, str, tuple[tuple[int, Any], ...]]:
     """What `ColumnRows` runs on the database `alias`: the head of its page statement (the
-    columns, the table), its ordering, and the ORM's converters of those columns."""
+    columns, the table), its ordering, and the ORM's converters of those columns (by
+    position, each one function of the value)."""
     connection = connections[alias]
     meta, quote = model._meta, connection.ops.quote_name
     names = ", ".join(quote(_column(meta.get_field(name))) for name in fields)
@@ -178,7 +266,11 @@ def _row_reader(
     compiler = model._default_manager.values(*fields).query.get_compiler(using=alias)
     compiler.setup_query()
     converters = compiler.get_converters([expression for expression, _, _ in compiler.select])
-    return head, order, converters, compiler
+    by_position = tuple(
+        (position, _value_converter(functions, expression, connection))
+        for position, (functions, expression) in sorted(converters.items())
+    )
+    return head, order, by_position
 
 
 class ColumnRows(Rows):
@@ -206,7 +298,7 @@ class ColumnRows(Rows):
         start, stop = window.start or 0, window.stop
         if not self._values or stop is None or stop <= start:
             return []
-        head, order, converters, compiler = _row_reader(
+        head, order, converters = _row_reader(
             self._model, self._fields, _column(self._field), self._alias
         )
         values, params = self._where()
@@ -214,10 +306,14 @@ class ColumnRows(Rows):
         with connections[self._alias].cursor() as cursor:
             cursor.execute(sql, [*params, stop - start, start])
             rows = cursor.fetchall()
-        if converters:
-            rows = list(compiler.apply_converters(rows, converters))
-        fields = self._fields
-        return [dict(zip(fields, row, strict=True)) for row in rows]
+        fields, read = self._fields, []
+        for row in rows:
+            item = dict(zip(fields, row, strict=True))
+            for position, convert in converters:
+                name = fields[position]
+                item[name] = convert(item[name])
+            read.append(item)
+        return read
 
     def count(self) -> int:
         """How many rows match, by `COUNT(*)`."""

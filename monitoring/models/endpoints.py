@@ -13,6 +13,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from accounts.models import Organization, Project, ProjectAccess, User
+from healthmon.db import fetch_prepared
 from healthmon.encryption import EncryptedJSONField, EncryptedTextField
 
 MAX_INTERVAL_SECONDS = 86_400
@@ -108,19 +109,19 @@ def visible_project_ids(user: User) -> list[uuid.UUID]:
     size, and once one organization had 10,000 endpoints it scanned every organization's
     endpoints to list a few dozen (bench/README.md, load).
 
-    The rows of `Project.objects.visible_to(user)` read with a fixed statement: building
-    that queryset cost ~0.5 ms of CPU per API request, reading the ids ~0.1 ms.
+    The rows of `Project.objects.visible_to(user)` read with a fixed statement, prepared
+    once per connection: building that queryset cost ~0.5 ms of CPU per API request,
+    reading the ids ~0.1 ms.
     """
-    connection = connections[router.db_for_read(Project)]
+    alias = router.db_for_read(Project)
+    connection = connections[alias]
     key = Project._meta.pk
     params = [key.get_db_prep_value(user.organization_id, connection)]
     sql = EVERY_PROJECT_SQL
     if not user.is_manager:
         sql = GRANTED_PROJECTS_SQL
         params.append(User._meta.pk.get_db_prep_value(user.pk, connection))
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return [as_uuid(value) for (value,) in cursor.fetchall()]
+    return [as_uuid(value) for (value,) in fetch_prepared(alias, sql, params)]
 
 
 def as_uuid(value: object) -> uuid.UUID:
