@@ -27,6 +27,7 @@ change can be measured on the same data: `manage.py migrate` against the databas
 """
 
 import argparse
+import functools
 import json
 import sys
 import time
@@ -161,6 +162,15 @@ def requests(org: Any) -> list[tuple[str, str, str]]:
     ]
 
 
+def _note(
+    sent: list[tuple[str, Any]], execute: Any, sql: str, params: Any, many: bool, context: Any
+) -> Any:
+    """An execute wrapper keeping each statement and its parameters."""
+    if not many:
+        sent.append((sql, params))
+    return execute(sql, params, many, context)
+
+
 def measure(database: str, out: str) -> None:
     """Each request of the tenant's owner, its statements explained."""
     environment(database)
@@ -168,7 +178,6 @@ def measure(database: str, out: str) -> None:
     from django.core.cache import cache
     from django.db import connection
     from django.test import Client
-    from django.test.utils import CaptureQueriesContext
     from rest_framework.test import APIClient
 
     from accounts.models import Organization, User
@@ -185,16 +194,22 @@ def measure(database: str, out: str) -> None:
         client = web if kind == "web" else api
         client.get(path)  # the process's own first-use work, not counted
         cache.clear()
-        with CaptureQueriesContext(connection) as captured:
+        # The statements with their parameters, as each was sent: the prepared ones (the
+        # analytics reads, an API request's credential state) are logged with the server's
+        # `$1` placeholders and no values, so they are explained again from these.
+        sent: list[tuple[str, Any]] = []
+        with connection.execute_wrapper(functools.partial(_note, sent)):
             response = client.get(path)
         if response.status_code != 200:
             sys.exit(f"{name}: {path} answered {response.status_code}")
         statements = []
-        for query in captured.captured_queries:
-            entry: dict[str, Any] = {"sql": query["sql"]}
-            if query["sql"].lstrip().upper().startswith(("SELECT", "WITH")):
+        for sql, params in sent:
+            entry: dict[str, Any] = {"sql": sql}
+            if sql.lstrip().upper().startswith(("SELECT", "WITH")):
                 with connection.cursor() as cursor:
-                    cursor.execute("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + query["sql"])
+                    # Bound on the client here, so a binary placeholder is a plain one.
+                    explain = "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + sql.replace("%b", "%s")
+                    cursor.execute(explain, params)
                     (plan,) = cursor.fetchone()
                 plan = (plan if isinstance(plan, list) else json.loads(plan))[0]
                 top = plan["Plan"]
