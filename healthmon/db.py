@@ -153,18 +153,11 @@ def bound_cursor(alias: str = DEFAULT_DB_ALIAS) -> Iterator[CursorWrapper]:
 
 
 def fetch_prepared(alias: str, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
-    """The rows of a fixed statement (`%s` parameters): prepared once per connection on
-    PostgreSQL, through Django's cursor elsewhere (SQLite). A connection kept from an
-    earlier request is health-checked first, as Django's cursors do."""
-    connection = connections[alias]
-    cursor_of = bound_cursor if connection.vendor == "postgresql" else _plain_cursor
-    with cursor_of(alias) as cursor:
+    """The rows of a fixed statement (`%s` parameters) on this database: prepared once per
+    connection on PostgreSQL, through Django's cursor elsewhere (SQLite; `read_cursor`)."""
+    with read_cursor(connections[alias]) as cursor:
         cursor.execute(sql, params)
         return cursor.fetchall()
-
-
-def _plain_cursor(alias: str) -> CursorWrapper:
-    return connections[alias].cursor()
 
 
 def update_each(objects: Sequence[models.Model], fields: Sequence[str]) -> None:
@@ -195,7 +188,8 @@ def update_each(objects: Sequence[models.Model], fields: Sequence[str]) -> None:
 
 def read_cursor(using: BaseDatabaseWrapper) -> Any:
     """A cursor for a read of fixed text on this connection: prepared on PostgreSQL
-    (`bound_cursor`), Django's own elsewhere. Parameters as pyformat (`%(name)s`)."""
+    (`bound_cursor`), Django's own elsewhere. Parameters as Django takes them (`%s` or
+    `%(name)s`)."""
     return bound_cursor(using.alias) if using.vendor == "postgresql" else using.cursor()
 
 
