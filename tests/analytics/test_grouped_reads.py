@@ -11,6 +11,7 @@ from django.test.utils import CaptureQueriesContext
 
 from analytics import reports, selectors
 from analytics.reports import Items
+from analytics.selectors import rollups
 from healthmon.intervals import Window
 from monitoring.models import Endpoint
 from monitoring.services import endpoint_set_enabled
@@ -169,13 +170,13 @@ def test_a_tier_s_parts_that_follow_each_other_are_read_by_one_scan():
     """A month's daily parts (the 30-day window's alone, then the 7-day window's, then
     today's) follow each other: one scan of the daily rows, each window summing its own."""
     windows = [Window(NOW - period, NOW) for period in (DAY, 7 * DAY, 30 * DAY)]
-    parts = selectors._parts(windows, NOW)
+    parts = rollups._parts(windows, NOW)
     daily = [part for part in parts if part.tier.width == DAY]
     assert len(daily) >= 2, parts  # the case this test is about
 
-    sql, _ = selectors._figures_sql([Endpoint().pk], parts, len(windows), None, connection)
+    sql, _ = rollups._figures_sql([Endpoint().pk], parts, len(windows), None, connection)
 
-    scans = selectors._scans(parts)
+    scans = rollups._scans(parts)
     assert sql.count(" FROM analytics_rollup_") == len(scans) < len(parts)
     assert sql.count(" FROM analytics_rollup_1d ") == 1
 
