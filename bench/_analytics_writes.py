@@ -89,7 +89,7 @@ def ingest_kind(sql: str) -> str:
 def clock_copies(clock: DbClock) -> None:
     """Count the raw rows' COPY in the clock too: it runs on psycopg's cursor directly,
     which Django's execute wrappers do not see."""
-    from monitoring import checks
+    from monitoring.checks import store as checks
 
     copy = checks.checks_copy
 

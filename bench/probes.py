@@ -266,7 +266,7 @@ def measure_worker_path(args: argparse.Namespace, urls: list[str], targets_cpu) 
     """checks_run per batch, as run_checks does; the probe phase timed by wrapping run_batch."""
     from django.conf import settings
 
-    from monitoring import checks as monitoring_checks
+    from monitoring.checks import probe as monitoring_probe
     from monitoring.models import CheckResult, StatusChange
     from pipeline import checks as pipeline
 
@@ -275,7 +275,7 @@ def measure_worker_path(args: argparse.Namespace, urls: list[str], targets_cpu) 
     pin(backend, HELPER_CPU)  # this connection's server process shares the targets' core
     size = settings.PROBE_BATCH_SIZE
     phases = {"probing": 0.0, "recording": 0.0}
-    run_batch, checks_record = monitoring_checks.run_batch, pipeline.checks_record
+    run_batch, checks_record = monitoring_probe.run_batch, pipeline.checks_record
 
     async def timed_run_batch(tasks, concurrency):
         started = time.perf_counter()
@@ -291,7 +291,7 @@ def measure_worker_path(args: argparse.Namespace, urls: list[str], targets_cpu) 
         finally:
             phases["recording"] += time.perf_counter() - started
 
-    monitoring_checks.run_batch, pipeline.checks_record = timed_run_batch, timed_checks_record
+    monitoring_probe.run_batch, pipeline.checks_record = timed_run_batch, timed_checks_record
     # Every slot in the past: a probe handed over ahead of its slot waits for it.
     base = datetime.now(tz=UTC).replace(microsecond=0) - timedelta(seconds=30 * args.rounds + 60)
     figures = []
@@ -320,7 +320,7 @@ def measure_worker_path(args: argparse.Namespace, urls: list[str], targets_cpu) 
         changes = StatusChange.objects.count()
         print(f"worker path: {changes} status changes recorded (one per endpoint expected)")
     finally:
-        monitoring_checks.run_batch, pipeline.checks_record = run_batch, checks_record
+        monitoring_probe.run_batch, pipeline.checks_record = run_batch, checks_record
     return figures
 
 

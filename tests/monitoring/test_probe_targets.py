@@ -6,8 +6,8 @@ from cryptography.fernet import Fernet
 from django.utils import timezone
 
 from healthmon.encryption import DecryptionError
-from monitoring import checks
 from monitoring.checks import checks_probe
+from monitoring.checks import probe as checks
 from monitoring.probes import ProbeResult
 from monitoring.services import EndpointChanges, endpoint_set_enabled, endpoint_update
 from monitoring.validation import validate_config

@@ -13,9 +13,9 @@ from analytics import histogram
 from analytics.models import TIERS
 from analytics.services import rollups_rebuild
 from healthmon.db import update_each
-from monitoring import checks as monitoring_checks
 from monitoring.bulk import rows_update
-from monitoring.checks import CheckOutcome, checks_insert
+from monitoring.checks import CheckOutcome, checks_insert, endpoints_lock
+from monitoring.checks import advance as monitoring_checks
 from monitoring.models import CheckResult, Endpoint, EndpointStatus, Incident, StatusChange
 from monitoring.probes import ProbeResult
 from pipeline.checks import checks_record
@@ -239,7 +239,7 @@ def test_locked_endpoints_hold_what_the_orm_loads(fleet):
         f.attname for f in Endpoint._meta.concrete_fields if f.attname not in ("target", "config")
     ]
     with transaction.atomic():
-        locked = monitoring_checks.endpoints_lock(ids=[e.pk for e in fleet])
+        locked = endpoints_lock(ids=[e.pk for e in fleet])
         orm = {e.pk: e for e in Endpoint.objects.select_related("project")}
         for pk, endpoint in locked.items():
             assert {n: getattr(endpoint, n) for n in names} == {
