@@ -404,7 +404,7 @@ def run_benchmark(benchmark, args) -> int:
 
 
 def http_endpoint(
-    project: object, name: str, target: str, interval: int, **fields: object
+    project: object, name: str, target: str, interval: int, timeout: int = 10, **fields: object
 ) -> object:
     """An unsaved HTTP endpoint for bulk_create, its masked forms filled in as the API
     would (Django must be set up)."""
@@ -422,7 +422,7 @@ def http_endpoint(
         config=config,
         config_masked=mask_config(config),
         interval_seconds=interval,
-        timeout_seconds=10,
+        timeout_seconds=timeout,
         **fields,
     )
 
