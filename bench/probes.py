@@ -46,13 +46,13 @@ from _support import (
     http_endpoint,
     load_average,
     migrate,
-    nginx_targets,
     pin,
     run_benchmark,
     set_gc,
     setup_django,
     throwaway_database,
 )
+from _targets import nginx_targets
 
 # --- Arguments --------------------------------------------------------------------------
 

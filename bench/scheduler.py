@@ -63,13 +63,13 @@ from _support import (
     database_backend_pid,
     load_average,
     migrate,
-    nginx_targets,
     run_benchmark,
     setup_django,
     stop,
     throwaway_database,
     tree_cpu_seconds,
 )
+from _targets import nginx_targets
 
 
 def parse_args() -> argparse.Namespace:
