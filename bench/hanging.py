@@ -28,15 +28,14 @@ from _support import (
     HELPER_CPU,
     MEASURED_CPU,
     app_environment,
-    hanging_targets,
     load_average,
-    nginx_targets,
     pin,
     print_table,
     run_benchmark,
     set_gc,
     setup_django,
 )
+from _targets import hanging_targets, nginx_targets
 
 GOAL = 0.9
 HANG_EVERY = 10  # every tenth probe: 10% of the targets

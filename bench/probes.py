@@ -11,7 +11,7 @@ the measured process is pinned to the first one. Printed side by side, in one ru
 3. worker path  `pipeline.checks.checks_run` per batch on a throwaway PostgreSQL
                 database: decrypting targets, probing, storing results and statuses;
 4. naive        one Celery task per probe (`requests.get`), a real prefork worker with
-                concurrency 2 on Redis db 14, from this script's own Celery app.
+                concurrency 2 on Redis db 14, from its own Celery app (`_probes_naive.py`).
 
 The process freezes its start-up objects out of the garbage collector first, as a worker
 process does (healthmon/celery.py); `--gc untouched` measures without that.
@@ -29,94 +29,30 @@ keys) is stopped or removed at the end, also on an error or Ctrl-C.
 
 import argparse
 import asyncio
-import contextlib
-import os
-import subprocess
 import sys
-import tempfile
 import time
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
-import redis
-import requests
 from _probe_kinds import measure_kinds, report_kinds
+from _probes_naive import measure_naive, run_naive_worker
+from _probes_report import Figure, report
 from _support import (
-    BIN,
     CPUS,
     HELPER_CPU,
     MEASURED_CPU,
-    ROOT,
     app_environment,
     cpu_seconds,
     database_backend_pid,
+    http_endpoint,
     load_average,
     migrate,
-    nginx_targets,
     pin,
-    print_table,
     run_benchmark,
     set_gc,
     setup_django,
-    stop,
     throwaway_database,
-    tree_cpu_seconds,
 )
-from celery import Celery
-
-GOAL_PER_CORE = 3000
-GOAL_VS_BARE = 0.5
-GOAL_VS_NAIVE = 5.0
-NAIVE_TASK = "bench.naive_probe"
-
-# --- The naive design: this script's own Celery app, one task per probe -------------------
-
-naive_app = Celery("bench_naive", broker=os.environ.get("BENCH_NAIVE_BROKER", "memory://"))
-naive_app.conf.update(
-    broker_url=os.environ.get("BENCH_NAIVE_BROKER", "memory://"),
-    task_ignore_result=True,
-    task_serializer="json",
-    accept_content=["json"],
-    worker_hijack_root_logger=False,
-    worker_enable_remote_control=False,
-    broker_connection_retry_on_startup=True,
-)
-_done: redis.Redis | None = None
-
-
-@naive_app.task(name=NAIVE_TASK, ignore_result=True)
-def naive_probe(url: str, done_key: str, timeout: float) -> None:
-    """One HTTP request, as a task per probe would do it; logs completion to Redis."""
-    global _done
-    try:
-        ok = requests.get(url, timeout=timeout).status_code == 200
-    except requests.RequestException:
-        ok = False
-    if _done is None:
-        _done = redis.Redis.from_url(naive_app.conf.broker_url)
-    _done.rpush(done_key, f"{time.time()} {int(ok)}")
-
-
-def unpin() -> None:
-    """Let a child use every core (it would inherit this process's pinning)."""
-    os.sched_setaffinity(0, range(CPUS))
-
-
-def run_naive_worker(concurrency: int, queue: str) -> None:
-    naive_app.worker_main(
-        [
-            "worker",
-            "--pool=prefork",
-            f"--concurrency={concurrency}",
-            "--loglevel=WARNING",
-            "--without-gossip",
-            "--without-mingle",
-            "--without-heartbeat",
-            "-Q",
-            queue,
-        ]
-    )
-
+from _targets import nginx_targets
 
 # --- Arguments --------------------------------------------------------------------------
 
@@ -161,23 +97,6 @@ def parse_args() -> argparse.Namespace:
 
 
 # --- Measurements -----------------------------------------------------------------------
-
-
-class Figure:
-    """Probes done, wall seconds and CPU seconds of one design."""
-
-    def __init__(self, name: str, probes: int, ok: int, wall: float, cpu: float) -> None:
-        self.name, self.probes, self.ok, self.wall, self.cpu = name, probes, ok, wall, cpu
-        self.helpers: dict[str, float] = {}
-        self.phases: dict[str, float] = {}
-
-    @property
-    def rate(self) -> float:
-        return self.probes / self.wall
-
-    @property
-    def per_cpu(self) -> float:
-        return self.probes / self.cpu if self.cpu else float("nan")
 
 
 def engine_tasks(urls: list[str], count: int, timeout: float) -> list:
@@ -238,22 +157,15 @@ def measure_bare(args: argparse.Namespace, urls: list[str], targets_cpu) -> Figu
 def create_endpoints(urls: list[str], count: int, timeout: float) -> list:
     from accounts.services import organization_create
     from monitoring.models import Endpoint
-    from monitoring.targets import mask_config, mask_target
-    from monitoring.validation import validate_config
 
     _, project = organization_create(name="Bench")
-    config = validate_config("http", {})
     endpoints = [
-        Endpoint(
-            project=project,
-            name=f"Service {i}",
-            type="http",
-            target=urls[i % len(urls)],
-            target_masked=mask_target(urls[i % len(urls)]),
-            config=config,
-            config_masked=mask_config(config),
-            interval_seconds=30,
-            timeout_seconds=max(1, round(timeout)),
+        http_endpoint(
+            project,
+            f"Service {i}",
+            urls[i % len(urls)],
+            30,
+            max(1, round(timeout)),
             next_check_at=None,
         )
         for i in range(count)
@@ -322,144 +234,6 @@ def measure_worker_path(args: argparse.Namespace, urls: list[str], targets_cpu) 
     finally:
         monitoring_probe.run_batch, pipeline.checks_record = run_batch, checks_record
     return figures
-
-
-@contextlib.contextmanager
-def naive_worker(args: argparse.Namespace, queue: str) -> Iterator[subprocess.Popen]:
-    """A prefork Celery worker of this script's app on every core; its log shown on errors."""
-    # A plain Celery worker: without DJANGO_SETTINGS_MODULE, Celery adds no Django fixup,
-    # and CELERY_BROKER_URL in the environment would override the app's broker.
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if k not in {"DJANGO_SETTINGS_MODULE", "CELERY_BROKER_URL"}
-    }
-    env["BENCH_NAIVE_BROKER"] = args.redis_url
-    command = [str(BIN / "python"), __file__, "--naive-worker", queue]
-    command += ["--naive-concurrency", str(args.naive_concurrency)]
-    with tempfile.TemporaryFile("w+") as log:
-        worker = subprocess.Popen(
-            command, cwd=ROOT, env=env, preexec_fn=unpin, stdout=log, stderr=log
-        )
-        try:
-            yield worker
-        except Exception:
-            log.seek(0)
-            sys.stderr.write("--- naive worker log ---\n" + log.read()[-3000:])
-            raise
-        finally:
-            stop(worker)
-
-
-def measure_naive(args: argparse.Namespace, urls: list[str], targets_cpu) -> Figure:
-    """K tasks queued first, then a prefork worker drains them; rate from first to last."""
-    queue, done_key = f"bench-naive-{os.getpid()}", f"bench-naive-done-{os.getpid()}"
-    client = redis.Redis.from_url(args.redis_url)
-    before = set(client.keys("*"))
-    # Celery reads CELERY_BROKER_URL from the environment before its own setting; Django's
-    # settings were read already, so it can go.
-    os.environ.pop("CELERY_BROKER_URL", None)
-    naive_app.conf.broker_url = args.redis_url
-    broker_pid = int(client.info("server")["process_id"])
-    try:
-        with naive_app.connection_for_write() as connection:
-            for i in range(args.naive_tasks):
-                naive_probe.apply_async(
-                    args=[urls[i % len(urls)], done_key, args.timeout],
-                    queue=queue,
-                    connection=connection,
-                )
-        deadline = time.monotonic() + 120 + args.naive_tasks / 50
-        with naive_worker(args, queue) as worker:
-            while client.llen(done_key) == 0:
-                if worker.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("the naive Celery worker did not start")
-                time.sleep(0.005)
-            helper0, cpu0 = targets_cpu(), tree_cpu_seconds(worker.pid)
-            broker0 = cpu_seconds(broker_pid)
-            while client.llen(done_key) < args.naive_tasks:
-                if worker.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"the naive worker did {client.llen(done_key)} tasks")
-                time.sleep(0.01)
-            cpu = tree_cpu_seconds(worker.pid) - cpu0
-            helpers = {"nginx": targets_cpu() - helper0}
-            helpers["redis"] = cpu_seconds(broker_pid) - broker0
-        records = [item.split() for item in client.lrange(done_key, 0, -1)]
-        stamps = sorted(float(stamp) for stamp, _ in records)
-        ok = sum(int(flag) for _, flag in records[1:])
-    finally:
-        created = set(client.keys("*")) - before
-        if created:
-            client.delete(*created)
-        client.close()
-    name = f"naive: 1 Celery task/probe, prefork x{args.naive_concurrency}"
-    figure = Figure(name, len(stamps) - 1, ok, stamps[-1] - stamps[0], cpu)
-    figure.helpers.update(helpers)
-    return figure
-
-
-# --- Report -----------------------------------------------------------------------------
-
-
-def report(figures: dict[str, Figure], args: argparse.Namespace) -> None:
-    print()
-    rows = []
-    for f in figures.values():
-        helpers = ", ".join(f"{k} {v:.2f}" for k, v in f.helpers.items())
-        rate, per_cpu = f"{f.rate:,.0f}", f"{f.per_cpu:,.0f}"
-        rows.append(
-            [f.name, f.probes, f.ok, f"{f.wall:.2f}", rate, f"{f.cpu:.2f}", per_cpu, helpers]
-        )
-    headers = ["design", "probes", "ok", "wall s", "probes/s", "CPU s", "probes/CPU-s"]
-    print_table([*headers, "other processes' CPU s"], rows)
-    engine, bare = figures["engine"], figures["bare"]
-    print()
-    for f in figures.values():
-        if f.phases:
-            text = ", ".join(f"{k} {v:.2f} s" for k, v in f.phases.items())
-            print(f"{f.name}: wall time in {text}")
-    print()
-    # Per core = per CPU-second of the worker process: the pinned core also runs other
-    # work on a shared machine, which lowers probes/s but not probes per CPU-second.
-    verdict = "meets" if engine.per_cpu >= GOAL_PER_CORE else "BELOW"
-    print(
-        f"engine per worker core: {engine.per_cpu:,.0f} probes per CPU-second "
-        f"({verdict} the goal of {GOAL_PER_CORE:,}); {engine.rate:,.0f} probes/s of wall "
-        f"time on its pinned core ({engine.cpu / engine.wall:.0%} busy)"
-    )
-    ratio = engine.rate / bare.rate
-    verdict = "meets" if ratio >= GOAL_VS_BARE else "BELOW"
-    print(
-        f"engine / bare loop: {ratio:.2f} wall, {engine.per_cpu / bare.per_cpu:.2f} per CPU-s "
-        f"({verdict} the goal of >= {GOAL_VS_BARE})"
-    )
-    steady = [f for key, f in figures.items() if key.startswith("worker") and key != "worker1"]
-    if steady:
-        rate = sum(f.probes for f in steady) / sum(f.wall for f in steady)
-        per_cpu = sum(f.probes for f in steady) / sum(f.cpu for f in steady)
-        verdict = "meets" if per_cpu >= GOAL_PER_CORE else "BELOW"
-        print(
-            f"worker path (steady rounds): {rate:,.0f} probes/s, {per_cpu:,.0f} per CPU-s, "
-            f"{rate / engine.rate:.2f} of the engine alone ({verdict} the goal of "
-            f"{GOAL_PER_CORE:,} per core)"
-        )
-    naive = figures.get("naive")
-    if naive is not None:
-        wall, per_cpu = engine.rate / naive.rate, engine.per_cpu / naive.per_cpu
-        print(
-            f"engine / naive: {wall:.1f}x in probes/s (1 engine process on 1 core against "
-            f"{args.naive_concurrency} prefork processes on {CPUS} cores): "
-            f"{'meets' if wall >= GOAL_VS_NAIVE else 'BELOW'} the goal of >= {GOAL_VS_NAIVE:g}x; "
-            f"{per_cpu:.1f}x per worker CPU-second: "
-            f"{'meets' if per_cpu >= GOAL_VS_NAIVE else 'BELOW'} it"
-        )
-        if steady:
-            ratio = rate / naive.rate
-            print(f"worker path / naive: {ratio:.1f}x in probes/s", end="")
-            print(f" ({'meets' if ratio >= GOAL_VS_NAIVE else 'BELOW'} the goal)")
-    for f in figures.values():
-        if f.ok != f.probes:
-            print(f"WARNING: {f.name}: {f.probes - f.ok} probes failed: its figure is not valid")
 
 
 def benchmark(args: argparse.Namespace) -> None:

@@ -47,11 +47,13 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import redis
 from _scheduler_locations import analyse_locations, location_slugs, locations_run
+from _scheduler_report import analyse
+from _scheduler_world import EPOCH, create_endpoints, micros, move_first_slots
 from _support import (
     BIN,
     CPUS,
@@ -59,23 +61,15 @@ from _support import (
     app_environment,
     cpu_seconds,
     database_backend_pid,
-    http_endpoint,
     load_average,
     migrate,
-    nginx_targets,
-    percentile,
-    print_table,
     run_benchmark,
     setup_django,
     stop,
     throwaway_database,
     tree_cpu_seconds,
 )
-
-GOAL_LAG_MS = 50
-GOAL_CPU_CORES = 0.5  # dispatcher and its PostgreSQL process together (issue 26)
-INTERVAL = 30
-EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+from _targets import nginx_targets
 
 
 def parse_args() -> argparse.Namespace:
@@ -116,66 +110,6 @@ def parse_args() -> argparse.Namespace:
         args.second_from, args.second_to = 10, 25
         args.locations_duration = 15
     return args
-
-
-def micros(moment: datetime) -> int:
-    """A time as whole microseconds since the epoch: exact, unlike a float."""
-    return (moment - EPOCH) // timedelta(microseconds=1)
-
-
-def create_endpoints(count: int, first_slot: datetime, urls: list[str]) -> dict[str, int]:
-    """`count` endpoints whose first slots are spread evenly over one interval; returns
-    each one's first slot. Targets: `urls` in turn, or one name that is never probed."""
-    from accounts.services import organization_create
-    from monitoring.models import Endpoint
-
-    _, project = organization_create(name="Bench")
-    step = timedelta(seconds=INTERVAL) / count
-    if not urls:
-        return copy_endpoints(project, count, first_slot, step)
-    endpoints = [
-        http_endpoint(
-            project,
-            f"Service {i}",
-            urls[i % len(urls)],
-            INTERVAL,
-            next_check_at=first_slot + step * i,
-        )
-        for i in range(count)
-    ]
-    Endpoint.objects.bulk_create(endpoints, batch_size=1000)
-    return {str(e.pk): micros(e.next_check_at) for e in endpoints}
-
-
-def copy_endpoints(project: object, count: int, first_slot: datetime, step: timedelta) -> dict:
-    """Copies of one endpoint made by the ORM, written by one INSERT ... SELECT (the ORM
-    took over 3 minutes for 100,000, encrypting each target); their first slots."""
-    from django.db import connection
-
-    from monitoring.models import Endpoint
-
-    template = http_endpoint(project, "Service", "https://service.example.com/health", INTERVAL)
-    template.save()
-    columns = [str(field.column) for field in Endpoint._meta.concrete_fields]
-    made = {
-        "id": "gen_random_uuid()",
-        "name": "'Service ' || g",
-        "badge_key": "md5(random()::text || g)",
-        "next_check_at": "%(first)s + g * %(step)s",
-    }
-    values = ", ".join(made.get(column, f"t.{column}") for column in columns)
-    sql = (
-        f"INSERT INTO monitoring_endpoint ({', '.join(columns)})"
-        f" SELECT {values} FROM monitoring_endpoint t, generate_series(0, %(count)s - 1) g"
-        " WHERE t.id = %(template)s RETURNING id, next_check_at"
-    )
-    with connection.cursor() as cursor:
-        cursor.execute(
-            sql, {"first": first_slot, "step": step, "count": count, "template": template.pk}
-        )
-        slots = {str(pk): micros(slot) for pk, slot in cursor.fetchall()}
-    template.delete()
-    return slots
 
 
 def run_dispatcher(
@@ -333,120 +267,6 @@ def collect_results(claimed: int, spare: str) -> list[tuple[datetime, datetime, 
     return list(results.values_list("scheduled_for", "checked_at", "ok"))
 
 
-# --- Analysis ---------------------------------------------------------------------------
-
-
-def spread(values: list[float], *shares: float) -> str:
-    """Percentiles of `values`, as `a / b / c` (100: the maximum)."""
-    return " / ".join(f"{percentile(values, share):.1f}" for share in shares)
-
-
-def analyse(
-    args: argparse.Namespace,
-    first_slots: dict[str, int],
-    runs: dict[str, dict],
-    end_to_end: dict | None,
-) -> None:
-    from monitoring import scheduler
-
-    ahead = getattr(scheduler, "LOOKAHEAD", timedelta(0)) // timedelta(microseconds=1)
-    claims = [(pk, slot, handed) for r in runs.values() for pk, slot, handed in r["claims"]]
-    last_now = max(now for r in runs.values() for now, _, _ in r["ticks"])
-    expected = {
-        (pk, slot)
-        for pk, first in first_slots.items()
-        for slot in range(first, last_now + ahead + 1, INTERVAL * 1_000_000)
-    }
-    claimed = Counter((pk, slot) for pk, slot, _ in claims)
-    duplicates = sum(n - 1 for n in claimed.values() if n > 1)
-    missed = len(expected - set(claimed))
-    off_phase = len(set(claimed) - expected)
-    offsets = [(handed - slot / 1e6) * 1000 for _, slot, handed in claims]
-    late = [max(0.0, offset) for offset in offsets]
-    margins = [-offset for offset in offsets]
-    print()
-    rows = []
-    for who, r in runs.items():
-        times = [seconds * 1000 for _, seconds, _ in r["ticks"]]
-        share = (r["cpu"] + r["db_cpu"]) / (r["wall"] * CPUS)
-        rows.append(
-            [
-                who,
-                len(r["ticks"]),
-                len(r["claims"]),
-                f"{percentile(times, 50):.1f}",
-                f"{percentile(times, 99):.1f}",
-                f"{max(times):.1f}",
-                f"{r['cpu']:.2f}",
-                f"{r['db_cpu']:.2f}",
-                f"{share:.1%}",
-            ]
-        )
-    headers = ["dispatcher", "ticks", "claimed", "claim p50 ms", "p99 ms", "max ms"]
-    print_table([*headers, "CPU s", "postgres CPU s", f"% of {CPUS} cores"], rows)
-    print()
-    figures = [
-        ["lookahead of the dispatcher", f"{ahead / 1000:.0f} ms"],
-        ["slots expected (first slot .. last tick + lookahead)", len(expected)],
-        ["slots claimed", sum(claimed.values())],
-        ["missed (expected, never claimed)", missed],
-        ["claimed twice or more", duplicates],
-        ["claimed off-phase (not first slot + k x 30 s)", off_phase],
-        ["hand-over - slot, p1 / p50 / p99 ms", spread(offsets, 1, 50, 99)],
-        ["handed over after the slot", f"{sum(o > 0 for o in offsets) / len(offsets):.1%}"],
-        ["lateness p50 / p99 / max ms (hand-over after slot)", spread(late, 50, 99, 100)],
-        ["margin before the slot p1 / p5 ms (for broker + worker)", spread(margins, 1, 5)],
-    ]
-    if end_to_end is not None:
-        starts = [(c - s).total_seconds() * 1000 for s, c, _ in end_to_end["results"]]
-        failed = sum(not ok for _, _, ok in end_to_end["results"])
-        figures += [
-            ["end to end: results stored / slots claimed", f"{len(starts)} / {len(claims)}"],
-            ["end to end: failed probes", failed],
-            ["end to end: check start - slot p50 / p99 / max ms", spread(starts, 50, 99, 100)],
-            ["end to end: checks started before their slot", sum(x < 0 for x in starts)],
-            ["end to end: worker CPU s (2 prefork processes)", f"{end_to_end['cpu']:.2f}"],
-        ]
-    print_table(["figure", "value"], figures)
-    slowest = sorted(runs["main"]["ticks"], key=lambda tick: -tick[1])[:5]
-    first_tick = min(now for now, _, _ in runs["main"]["ticks"])
-    print("slowest ticks (s into the run: ms, claimed): ", end="")
-    print(
-        ", ".join(f"{(now - first_tick) / 1e6:.0f}: {s * 1000:.0f}, {n}" for now, s, n in slowest)
-    )
-    main = runs["main"]
-    vacuumed = main.get("vacuum", {"runs": 0, "cpu": 0.0, "autovacuum": True})
-    if vacuumed["autovacuum"]:
-        print("autovacuum is on: its CPU is not counted")
-    else:
-        print(
-            f"autovacuum is off on this server: VACUUM run {vacuumed['runs']} times in its"
-            f" stead, {vacuumed['cpu']:.2f} CPU s (counted below)"
-        )
-    share = (main["cpu"] + main["db_cpu"] + vacuumed["cpu"]) / (main["wall"] * CPUS)
-    p99 = percentile(late, 99)
-    print()
-    verdicts = [
-        (f"p99 lateness at hand-over {p99:.0f} ms", p99 <= GOAL_LAG_MS, f"<= {GOAL_LAG_MS} ms"),
-        (f"missed {missed}", missed == 0, "none missed"),
-        (f"duplicates {duplicates}", duplicates == 0, "no slot claimed twice"),
-        (
-            f"CPU {share:.1%} of {CPUS} cores ({share * CPUS:.2f} of a core)",
-            share * CPUS < GOAL_CPU_CORES,
-            f"under {GOAL_CPU_CORES:g} of a core",
-        ),
-    ]
-    if end_to_end is not None:
-        starts = [(c - s).total_seconds() * 1000 for s, c, _ in end_to_end["results"]]
-        p99 = percentile(starts, 99)
-        verdicts.insert(
-            1,
-            (f"end-to-end p99 start lag {p99:.0f} ms", p99 <= GOAL_LAG_MS, f"<= {GOAL_LAG_MS} ms"),
-        )
-    for text, ok, goal in verdicts:
-        print(f"{text}: {'meets' if ok else 'MISSES'} the goal ({goal})")
-
-
 # --- The run ----------------------------------------------------------------------------
 
 
@@ -480,35 +300,6 @@ def dispatch_run(args: argparse.Namespace, start: float) -> dict[str, dict]:
             if second is not None:
                 stop(second)
     return runs
-
-
-def move_first_slots(first_slots: dict[str, int]) -> tuple[float, dict[str, int]]:
-    """Start the run on a whole second just ahead: move every first slot there.
-
-    The UPDATE leaves a dead version of every row, its old slot at the head of the due
-    index: a state no running installation is in (its dispatcher's own dead rows are
-    vacuumed as they come), so the table is vacuumed before the run. When that took past
-    the start (a loaded machine), the slots move again, further ahead.
-    """
-    from django.db import connection
-    from django.db.models import F
-
-    from monitoring.models import Endpoint
-
-    moved, margin = timedelta(0), 2.0
-    while True:
-        began = time.time()
-        start = float(int(began + margin) + 1)
-        shift = timedelta(seconds=start) - moved
-        Endpoint.objects.filter(pk__in=list(first_slots)).update(
-            next_check_at=F("next_check_at") + shift
-        )
-        moved += shift
-        with connection.cursor() as cursor:
-            cursor.execute("VACUUM ANALYZE monitoring_endpoint")
-        if time.time() < start - 0.5:
-            return start, {pk: slot + micros(EPOCH + moved) for pk, slot in first_slots.items()}
-        margin = 2 * (time.time() - began) + 2
 
 
 def benchmark(args: argparse.Namespace) -> None:
