@@ -60,7 +60,7 @@ GOAL_SECONDS = 5.0
 LEAD_SECONDS = 4.0
 EMPTY_PASSES = 10
 POLL_SECONDS = 0.1
-# Beat's deadline task expires 5 s after it is sent (healthmon/settings.py).
+# Beat's deadline task expires 5 s after it is sent (healthmon/settings/workers.py).
 EXPIRES_SECONDS = 5.0
 # Endpoints are made with deadlines this far ahead, then moved to the run's start.
 PARKED = timedelta(days=1)

@@ -188,7 +188,9 @@ def test_durations_accept_seconds_and_units():
 
 def test_every_setting_is_documented_in_the_readme_and_env_example():
     root = Path(__file__).resolve().parent.parent
-    source = (root / "healthmon" / "settings.py").read_text()
+    source = "\n".join(
+        module.read_text() for module in sorted((root / "healthmon" / "settings").glob("*.py"))
+    )
     names = set(
         re.findall(
             r"(?:env\.\w+|_duration|_bool|_fernet_keys|_int_between|_networks)\(\s*\"([A-Z_]+)\"",
