@@ -22,6 +22,7 @@ from monitoring.models import (
     IncidentState,
     IncidentUpdate,
 )
+from monitoring.selectors import loaded
 from monitoring.timeline import TimelineEntry, incident_timeline
 from monitoring.validation.incidents import (
     MAX_DECLARED_ENDPOINTS,
@@ -70,6 +71,15 @@ class IncidentNoteSerializer(serializers.ModelSerializer[IncidentNote]):
         read_only_fields = fields
 
 
+class LoadedListSerializer(serializers.ListSerializer[Any]):
+    """An incident's related rows as its selector loaded them (`monitoring.selectors.loaded`),
+    else read now."""
+
+    def get_attribute(self, instance: Incident) -> list[Any]:
+        """The loaded list of the relation named by `source`."""
+        return loaded(instance, str(self.source))
+
+
 class TimelineEntrySerializer(serializers.Serializer[TimelineEntry]):
     """One line of an incident's timeline."""
 
@@ -107,8 +117,8 @@ class IncidentSerializer(serializers.ModelSerializer[Incident]):
         "of a declared one that the caller can see."
     )
     duration_seconds = serializers.FloatField(read_only=True, allow_null=True)
-    updates = IncidentUpdateSerializer(many=True, read_only=True)
-    notes = IncidentNoteSerializer(many=True, read_only=True)
+    updates = LoadedListSerializer(child=IncidentUpdateSerializer(), read_only=True)
+    notes = LoadedListSerializer(child=IncidentNoteSerializer(), read_only=True)
     acknowledged_by = NoteAuthorSerializer(
         read_only=True,
         allow_null=True,
@@ -157,7 +167,7 @@ class IncidentSerializer(serializers.ModelSerializer[Incident]):
     def get_timeline(self, instance: Incident) -> list[dict[str, Any]]:
         """The merged lines, oldest first."""
         lines = incident_timeline(instance)
-        return self._timeline.to_representation(lines)  # type: ignore[arg-type]
+        return self._timeline.to_representation(lines)
 
     @cached_property
     def _timeline(self) -> serializers.ListSerializer[TimelineEntry]:
@@ -174,7 +184,7 @@ class IncidentSerializer(serializers.ModelSerializer[Incident]):
         """The measured endpoint, or the declared ones (prefetched, visible ones only)."""
         if instance.endpoint_id is not None:
             return [str(instance.endpoint_id)]
-        return [str(endpoint.pk) for endpoint in instance.endpoints.all()]
+        return [str(endpoint.pk) for endpoint in loaded(instance, "endpoints")]
 
 
 class StrictBooleanField(serializers.BooleanField):
