@@ -88,44 +88,6 @@ def ago(moment: datetime | None) -> str:
     return f"{seconds} s ago"
 
 
-# An overview row's cells, as the template wrote them field by field (about 15 variable
-# lookups per row cost a page of 50 rows a third of its CPU; one format string costs little).
-_OVERVIEW_CELLS = (
-    '<td><a class="name clamp" href="{url}" title="{name}">{name}</a> '
-    '<span class="muted">{type_label}</span></td>\n'
-    '      <td class="nowrap"><span class="badge status-{status}">{status_label}</span></td>\n'
-    "      <td>{checked}</td>\n"
-    '      <td class="num">{uptime_24h}</td>\n'
-    '      <td class="num">{uptime_7d}</td>\n'
-    '      <td class="num">{uptime_30d}</td>\n'
-    '      <td class="num">{avg}</td>\n'
-    "      <td>{sparkline}</td>"
-)
-NEVER = format_html('<span class="muted">{}</span>', "never")
-
-
-@register.simple_tag
-def overview_cells(row: Any) -> str:
-    """The cells of an overview row (an `OverviewRow`): name and type, status, last check,
-    uptime over 24 h, 7 d and 30 d, average response time and the sparkline."""
-    endpoint = row["object"]
-    checked = endpoint.last_checked_at
-    return format_html(
-        _OVERVIEW_CELLS,
-        url=row["url"],
-        name=endpoint.name,
-        type_label=row["type_label"],
-        status=endpoint.status,
-        status_label=row["status_label"],
-        checked=ago(checked) if checked else NEVER,
-        uptime_24h=uptime(row["uptime_24h"]),
-        uptime_7d=uptime(row["uptime_7d"]),
-        uptime_30d=uptime(row["uptime_30d"]),
-        avg=ms(row["avg_ms"]),
-        sparkline=row["sparkline"],
-    )
-
-
 @register.filter
 def signed(value: float | None) -> str:
     """A change in percentage points with its sign; a dash when there is none."""
