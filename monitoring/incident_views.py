@@ -30,7 +30,7 @@ from monitoring.api.incident_serializers import (
 )
 from monitoring.errors import IncidentResolved
 from monitoring.models import AckVia, Endpoint, Incident, IncidentImpact, IncidentState
-from monitoring.selectors import incidents_open_first, incidents_visible
+from monitoring.selectors import incidents_open_first, incidents_visible, loaded
 from monitoring.timeline import incident_timeline
 from monitoring.validation.incidents import allowed_statuses
 
@@ -121,9 +121,9 @@ def _detail_page(
     context: dict[str, Any] = {
         "incident": incident,
         "title": title,
-        "endpoints": [incident.endpoint] if incident.endpoint else incident.endpoints.all(),
-        "updates": list(reversed(incident.updates.all())),
-        "notes": incident.notes.all(),
+        "endpoints": [incident.endpoint] if incident.endpoint else loaded(incident, "endpoints"),
+        "updates": list(reversed(loaded(incident, "updates"))),
+        "notes": loaded(incident, "notes"),
         "timeline": incident_timeline(incident),
         "statuses": [(s, IncidentState(s).label) for s in allowed_statuses(incident)],
         "impacts": IncidentImpact.choices,

@@ -2,6 +2,7 @@
 queries however many there are."""
 
 from collections.abc import Sequence
+from typing import Any
 
 from django.db.models import Prefetch
 
@@ -51,12 +52,24 @@ def incidents_visible(user: User) -> IncidentQuerySet:
             "acknowledged_by__last_login",
         )
         .prefetch_related(
-            Prefetch("endpoints", endpoints.order_by("name", "id")),
-            Prefetch("updates", updates.order_by("created_at", "id")),
-            Prefetch("notes", notes.order_by("created_at", "id")),
-            Prefetch("activities", activities.order_by("at", "id")),
+            Prefetch("endpoints", endpoints.order_by("name", "id"), to_attr="loaded_endpoints"),
+            Prefetch("updates", updates.order_by("created_at", "id"), to_attr="loaded_updates"),
+            Prefetch("notes", notes.order_by("created_at", "id"), to_attr="loaded_notes"),
+            Prefetch("activities", activities.order_by("at", "id"), to_attr="loaded_activities"),
         )
     )
+
+
+def loaded(incident: Incident, relation: str) -> list[Any]:
+    """An incident's `endpoints`, `updates`, `notes` or `activities` as `incidents_visible`
+    loaded them, else read now.
+
+    They are loaded into plain lists (`to_attr`): into the related managers, Django built
+    a filtered queryset per incident and relation, and the callers one manager per access,
+    a quarter of the CPU of the API's page of 50 incidents.
+    """
+    found: list[Any] | None = getattr(incident, f"loaded_{relation}", None)
+    return found if found is not None else list(getattr(incident, relation).all())
 
 
 def incidents_open_first(user: User) -> IncidentQuerySet:

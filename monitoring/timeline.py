@@ -12,6 +12,7 @@ from typing import Any
 
 from accounts.models import User
 from monitoring.models import Incident, IncidentKind
+from monitoring.selectors import loaded
 
 OPENED = "opened"
 DECLARED = "declared"
@@ -80,14 +81,14 @@ def incident_timeline(incident: Incident) -> list[TimelineEntry]:
             {"id": str(u.pk), "status": u.state},
             html=u.message_html,
         )
-        for u in incident.updates.all()
+        for u in loaded(incident, "updates")
     ]
     lines += [
         TimelineEntry(n.created_at, NOTE, n.text, n.author, {"id": str(n.pk)})
-        for n in incident.notes.all()
+        for n in loaded(incident, "notes")
     ]
     lines += [
         TimelineEntry(a.at, a.kind, a.text, a.actor, {**a.detail, "id": str(a.pk)})
-        for a in incident.activities.all()
+        for a in loaded(incident, "activities")
     ]
     return sorted(lines, key=lambda line: (line.at, _RANK.get(line.kind, 1)))

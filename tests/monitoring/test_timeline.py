@@ -10,6 +10,8 @@ import time_machine
 from monitoring.acknowledgement import incident_acknowledge
 from monitoring.incidents import incident_declare, incident_note_add, incident_update_post
 from monitoring.models import ActivityKind, Incident, IncidentActivity
+from monitoring.selectors import incidents_visible, loaded
+from monitoring.timeline import incident_timeline
 
 T0 = datetime(2030, 1, 1, 12, 0, tzinfo=UTC)
 
@@ -114,3 +116,37 @@ def test_public_status_page_routes_read_no_timeline(client, cast, story):
 
     assert response.status_code == 401
     assert b"Paged Bob" not in response.content
+
+
+def test_an_incident_read_without_the_selector_has_the_same_timeline(cast, story):
+    # The selector loads the related rows into lists; any other read of an incident falls
+    # back to its related managers and must tell the same story.
+    (selected,) = incidents_visible(cast.member).filter(pk=story.pk)
+    plain = Incident.objects.get(pk=story.pk)
+
+    assert not hasattr(plain, "loaded_updates")
+    assert [line.kind for line in incident_timeline(plain)] == ORDER
+    assert incident_timeline(plain) == incident_timeline(selected)
+    for relation in ("endpoints", "updates", "notes", "activities"):
+        assert loaded(plain, relation) == loaded(selected, relation), relation
+    assert [note.text for note in loaded(selected, "notes")] == ["Paged Bob."]
+
+
+def test_the_list_answers_each_incident_its_own_updates_and_notes(api, cast, story, endpoint):
+    other = Incident.objects.create(endpoint=endpoint, started_at=T0 + timedelta(hours=1))
+    with at(70):
+        incident_note_add(incident=other, author=cast.owner, text="Second one.")
+
+    rows = {
+        row["id"]: row
+        for row in api.as_user(cast.member).get("/api/v1/incidents").json()["results"]
+    }
+
+    assert [note["text"] for note in rows[str(story.pk)]["notes"]] == ["Paged Bob."]
+    assert [update["status"] for update in rows[str(story.pk)]["updates"]] == ["identified"]
+    assert [note["text"] for note in rows[str(other.pk)]["notes"]] == ["Second one."]
+    assert rows[str(other.pk)]["updates"] == []
+    assert [line["kind"] for line in rows[str(other.pk)]["timeline"]] == ["opened", "note"]
+    assert (
+        rows[str(story.pk)]["endpoints"] == rows[str(other.pk)]["endpoints"] == [str(endpoint.pk)]
+    )

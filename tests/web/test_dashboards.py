@@ -109,6 +109,18 @@ def test_overview_groups_by_project_worst_status_first(pages, cast, fleet, clock
     assert str(fleet["web"].pk) in default_section
 
 
+def test_overview_rows_escape_the_endpoint_name(pages, cast, make_endpoint, clock):
+    endpoint = make_endpoint(cast.project, name='<b>"Tom" & Jerry</b>')
+
+    response = pages.as_user(cast.owner).get("/")
+
+    row = fragment(response, f'<tr data-endpoint="{endpoint.pk}">')
+    escaped = "&lt;b&gt;&quot;Tom&quot; &amp; Jerry&lt;/b&gt;"
+    assert f'href="/endpoints/{endpoint.pk}" title="{escaped}">{escaped}</a>' in row
+    assert "<b>" not in row
+    assert endpoint_row(response, endpoint)[0] == '<b>"Tom" & Jerry</b> HTTP(S)'
+
+
 def test_overview_rows_show_status_last_check_uptime_avg_and_a_sparkline(pages, cast, fleet, clock):
     response = pages.as_user(cast.owner).get("/")
 
