@@ -37,6 +37,7 @@ auth) and Redis on 127.0.0.1:6379 (or `--cache-url locmemcache://`).
 
     .venv/bin/python bench/load.py [--quick] [--users 16] [--duration 60] [--loads 0.25,0.5]
     .venv/bin/python bench/load.py --smoke   # seconds of load, tenants only (no big org)
+    .venv/bin/python bench/load.py --quick --tenants-only   # no big org: settings back to back
 """
 
 import argparse
