@@ -45,7 +45,8 @@ def skip_quiet_health_checks(**kwargs: Any) -> None:
     ends a connection (restart, `pg_terminate_backend`, an idle timeout, a pooler) sends
     an error and closes it, which leaves the socket readable: such a connection, or one
     not idle, still gets Django's `SELECT 1` and is replaced when that fails. A silent
-    network failure is found by neither without a timeout (TCP_USER_TIMEOUT, healthmon/settings/core.py).
+    network failure is found by neither without a timeout (TCP_USER_TIMEOUT,
+    healthmon/settings/core.py).
     """
     if not hasattr(select, "poll"):
         return
