@@ -122,7 +122,7 @@ def test_a_30_hour_range_100_days_ago_reads_the_days_that_hold_it(settings):
 
 @pytest.mark.parametrize("seed", range(50))
 def test_spreading_intervals_over_buckets_matches_the_plain_sum(seed):
-    from analytics.reports import _spread
+    from analytics.reports.series import _spread
 
     rng = seeded(seed)
     width = timedelta(minutes=rng.choice([5, 60]))
