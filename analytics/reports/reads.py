@@ -162,6 +162,7 @@ def _endpoint_identity(endpoint: Endpoint) -> Identity:
 def sum_coverage(
     covered: dict[UUID, Coverage], endpoints: Sequence[Endpoint], within: Window | None = None
 ) -> tuple[float, float]:
+    """(watched, down) seconds of these endpoints added up, optionally within a sub-window."""
     watched = down = 0.0
     for endpoint in endpoints:
         w, d = covered[endpoint.pk].seconds(within)
