@@ -263,7 +263,9 @@ def compare_page(request: HttpRequest) -> HttpResponse:
     context = {
         "period": period,
         "periods": PERIOD_CHOICES,
-        "choices": dashboards.endpoint_choices(user),
+        "choices": dashboards.endpoint_choices(
+            user, request.GET.get("q", "").strip()[:100], [e.pk for e in endpoints]
+        ),
         "selected": {endpoint.pk for endpoint in endpoints},
         "chart": chart,
         "chart_phone": chart_phone,

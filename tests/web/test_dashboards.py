@@ -598,6 +598,46 @@ def test_compare_with_a_malformed_or_unknown_id_is_404(pages, cast, many, bad):
     assert response.status_code == 404
 
 
+def listed(response):
+    return re.findall(r'name="endpoints" value="([0-9a-f-]{36})"', html(response))
+
+
+def test_the_picker_lists_at_most_its_limit_and_says_how_many_match(pages, cast, many, monkeypatch):
+    monkeypatch.setattr("analytics.dashboards.PICKER_LIMIT", 4)
+
+    response = pages.as_user(cast.owner).get("/compare")
+
+    assert response.status_code == 200
+    assert listed(response) == [str(e.pk) for e in many[:4]]
+    assert "Showing 4 of 11 endpoints: find by name to narrow them." in visible_text(response)
+
+
+def test_a_picked_endpoint_past_the_limit_stays_listed_and_checked(
+    pages, cast, many, clock, monkeypatch
+):
+    monkeypatch.setattr("analytics.dashboards.PICKER_LIMIT", 4)
+
+    response = compare(pages.as_user(cast.owner), [many[10].pk])
+
+    assert compared(response) == [str(many[10].pk)]
+    assert listed(response) == [str(e.pk) for e in [*many[:4], many[10]]]
+    assert f'value="{many[10].pk}" checked' in html(response)
+
+
+def test_the_picker_finds_by_name_within_the_organization_only(pages, cast, many, make_endpoint):
+    make_endpoint(cast.other_project, name="svc 10 of Globex")
+
+    response = pages.as_user(cast.owner).get("/compare", {"q": "VC 1"})
+
+    assert response.status_code == 200
+    assert listed(response) == [str(many[10].pk)]
+    assert "Globex" not in html(response)
+    assert 'name="q" value="VC 1"' in html(response)
+    nothing = pages.as_user(cast.owner).get("/compare", {"q": "no such name"})
+    assert listed(nothing) == []
+    assert 'No endpoint\'s name holds "no such name".' in visible_text(nothing)
+
+
 def test_compare_without_a_choice_shows_the_picker(pages, cast, many):
     response = pages.as_user(cast.owner).get("/compare")
 
