@@ -6,7 +6,6 @@ a page and the same figure from the API always agree.
 
 import hashlib
 import uuid
-from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -419,48 +418,3 @@ def comparison(endpoints: list[Endpoint], period: str, now: datetime) -> Compari
         since = checks.aggregate(first=Min("checked_at"))["first"]
     shown = Window(min(since, window.end - SHORTEST_CHART), window.end) if since else window
     return {"window": window, "shown": shown, "since": since, "bucket": bucket, "rows": compared}
-
-
-# Endpoints the compare page's picker lists at most; a search narrows them. Listing every
-# endpoint made a 10,000-endpoint organization's page 2.2 MB and 360 ms of CPU, which held a
-# web worker and moved other tenants' p95 (bench/README.md, load.py).
-PICKER_LIMIT = 200
-
-
-@dataclass(frozen=True)
-class Choices:
-    """A picker's endpoints by project: those whose name holds `search` (the first
-    PICKER_LIMIT by project and name) and the ones already picked; `total` match."""
-
-    by_project: dict[Project, list[Endpoint]]
-    total: int
-    search: str
-
-    @property
-    def shown(self) -> int:
-        return sum(len(endpoints) for endpoints in self.by_project.values())
-
-
-def endpoint_choices(user: User, search: str = "", picked: Sequence[UUID] = ()) -> Choices:
-    """The endpoints the user may see, by project, for the compare page's picker (names
-    only): at most PICKER_LIMIT matching `search`, and every picked one."""
-    visible = Endpoint.objects.visible_to(user)
-    matching = visible.filter(name__icontains=search) if search else visible
-
-    def read(rows: QuerySet[Endpoint], limit: int | None = None) -> list[Endpoint]:
-        rows = rows.select_related("project").only(
-            "id", "name", "status", "project__id", "project__name"
-        )
-        return list(rows.order_by("project__name", "name")[:limit])
-
-    shown = read(matching, PICKER_LIMIT + 1)
-    total = len(shown) if len(shown) <= PICKER_LIMIT else matching.count()
-    shown = shown[:PICKER_LIMIT]
-    missing = set(picked) - {endpoint.pk for endpoint in shown}
-    if missing:
-        shown += read(visible.filter(pk__in=missing))
-        shown.sort(key=lambda endpoint: (endpoint.project.name, endpoint.name))
-    found: dict[Project, list[Endpoint]] = defaultdict(list)
-    for endpoint in shown:
-        found[endpoint.project].append(endpoint)
-    return Choices(dict(found), total, search)

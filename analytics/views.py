@@ -28,6 +28,7 @@ from monitoring.assertion_results import assertion_results
 from monitoring.certificates import certificate_standing
 from monitoring.locations import default_slug
 from monitoring.models import Endpoint, EndpointStatus, EndpointType
+from monitoring.selectors import endpoint_choices
 
 PERIOD_CHOICES = [
     ("1h", "1 hour"),
@@ -263,7 +264,7 @@ def compare_page(request: HttpRequest) -> HttpResponse:
     context = {
         "period": period,
         "periods": PERIOD_CHOICES,
-        "choices": dashboards.endpoint_choices(
+        "choices": endpoint_choices(
             user, request.GET.get("q", "").strip()[:100], [e.pk for e in endpoints]
         ),
         "selected": {endpoint.pk for endpoint in endpoints},

@@ -7,7 +7,7 @@ by the API's serializers and written by the same services, so a page accepts exa
 the API accepts.
 """
 
-from collections import defaultdict
+import uuid
 from typing import Any
 
 from django.contrib import messages
@@ -17,7 +17,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST, require_safe
 
 from accounts.access import get_or_404, manager_required, member_required, page_user
-from accounts.models import Project, User
+from accounts.models import User
 from healthmon.pages import PageForm
 from monitoring import incidents
 from monitoring.access import access_incident
@@ -29,8 +29,14 @@ from monitoring.api.incident_serializers import (
     IncidentUpdateCreateSerializer,
 )
 from monitoring.errors import IncidentResolved
-from monitoring.models import AckVia, Endpoint, Incident, IncidentImpact, IncidentState
-from monitoring.selectors import incidents_open_first, incidents_visible, loaded
+from monitoring.models import AckVia, Incident, IncidentImpact, IncidentState
+from monitoring.selectors import (
+    Choices,
+    endpoint_choices,
+    incidents_open_first,
+    incidents_visible,
+    loaded,
+)
 from monitoring.timeline import incident_timeline
 from monitoring.validation.incidents import allowed_statuses
 
@@ -59,15 +65,16 @@ def _posted(
     return data
 
 
-def _endpoint_choices(user: User) -> dict[Project, list[Endpoint]]:
-    """The endpoints the user sees, by project, for the declaration form."""
-    rows = Endpoint.objects.visible_to(user).select_related("project")
-    grouped: defaultdict[Project, list[Endpoint]] = defaultdict(list)
-    for endpoint in rows.only("id", "name", "project__id", "project__name").order_by(
-        "project__name", "name"
-    ):
-        grouped[endpoint.project].append(endpoint)
-    return dict(grouped)
+def _choices(request: HttpRequest, user: User, form: PageForm | None) -> Choices:
+    """The declaration form's endpoints: those found by name (`q`), and those it was
+    posted with."""
+    picked = []
+    for value in form.data.get("endpoints", []) if form is not None else []:
+        try:
+            picked.append(uuid.UUID(str(value)))
+        except ValueError:
+            continue  # the form's own errors name it
+    return endpoint_choices(user, request.GET.get("q", "").strip()[:100], picked)
 
 
 def _list_page(request: HttpRequest, form: PageForm | None = None) -> HttpResponse:
@@ -79,7 +86,7 @@ def _list_page(request: HttpRequest, form: PageForm | None = None) -> HttpRespon
     context = {
         "page": page,
         "form": form or PageForm({"public": "on", "notify_subscribers": "on"}),
-        "choices": _endpoint_choices(user) if user.is_manager else {},
+        "choices": _choices(request, user, form) if user.is_manager else None,
         "impacts": IncidentImpact.choices,
     }
     status = form.status if form is not None and form.errors else 200

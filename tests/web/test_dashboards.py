@@ -603,7 +603,7 @@ def listed(response):
 
 
 def test_the_picker_lists_at_most_its_limit_and_says_how_many_match(pages, cast, many, monkeypatch):
-    monkeypatch.setattr("analytics.dashboards.PICKER_LIMIT", 4)
+    monkeypatch.setattr("monitoring.selectors.PICKER_LIMIT", 4)
 
     response = pages.as_user(cast.owner).get("/compare")
 
@@ -615,7 +615,7 @@ def test_the_picker_lists_at_most_its_limit_and_says_how_many_match(pages, cast,
 def test_a_picked_endpoint_past_the_limit_stays_listed_and_checked(
     pages, cast, many, clock, monkeypatch
 ):
-    monkeypatch.setattr("analytics.dashboards.PICKER_LIMIT", 4)
+    monkeypatch.setattr("monitoring.selectors.PICKER_LIMIT", 4)
 
     response = compare(pages.as_user(cast.owner), [many[10].pk])
 

@@ -2,6 +2,7 @@
 its updates, internal notes and the forms to update, annotate and edit it; members read,
 owners and admins write, other organizations see nothing."""
 
+import re
 from datetime import UTC, datetime
 
 import pytest
@@ -126,6 +127,40 @@ def test_a_refused_declaration_shows_every_error_and_keeps_the_values(
     errors = [t for t, a in markup.tags if a.get("class") == "field-errors"]
     assert len(errors) >= 3
     assert "keep" in html(response)
+
+
+def picker(response):
+    return re.findall(r'name="endpoints" value="([0-9a-f-]{36})"', html(response))
+
+
+def test_the_declaration_picker_lists_at_most_its_limit_and_finds_by_name(
+    pages, cast, endpoint, make_endpoint, monkeypatch
+):
+    monkeypatch.setattr("monitoring.selectors.PICKER_LIMIT", 2)
+    others = [make_endpoint(cast.project, name=f"Search {n}") for n in range(3)]
+    make_endpoint(cast.other_project, name="Search of Globex")
+    owner = pages.as_user(cast.owner)
+
+    listed = owner.get("/incidents")
+    found = owner.get("/incidents", {"q": "search 2"})
+
+    assert picker(listed) == [str(endpoint.pk), str(others[0].pk)]
+    assert "Showing 2 of 4 endpoints: find by name to narrow them." in visible_text(listed)
+    assert picker(found) == [str(others[2].pk)]
+    assert "Globex" not in html(found)
+
+
+def test_a_refused_declaration_keeps_its_endpoint_past_the_limit_checked(
+    pages, cast, endpoint, make_endpoint, monkeypatch
+):
+    monkeypatch.setattr("monitoring.selectors.PICKER_LIMIT", 1)
+    late = make_endpoint(cast.project, name="Zulu")
+
+    response = pages.as_user(cast.owner).post("/incidents/new", declaration(late, title=" "))
+
+    assert response.status_code == 400
+    assert picker(response) == [str(endpoint.pk), str(late.pk)]
+    assert f'value="{late.pk}" checked' in html(response)
 
 
 # --- One incident -------------------------------------------------------------------------------
