@@ -264,9 +264,7 @@ def compare_page(request: HttpRequest) -> HttpResponse:
     context = {
         "period": period,
         "periods": PERIOD_CHOICES,
-        "choices": endpoint_choices(
-            user, request.GET.get("q", "").strip()[:100], [e.pk for e in endpoints]
-        ),
+        "choices": endpoint_choices(user, request.GET.get("q", ""), [e.pk for e in endpoints]),
         "selected": {endpoint.pk for endpoint in endpoints},
         "chart": chart,
         "chart_phone": chart_phone,

@@ -7,7 +7,6 @@ by the API's serializers and written by the same services, so a page accepts exa
 the API accepts.
 """
 
-import uuid
 from typing import Any
 
 from django.contrib import messages
@@ -68,13 +67,8 @@ def _posted(
 def _choices(request: HttpRequest, user: User, form: PageForm | None) -> Choices:
     """The declaration form's endpoints: those found by name (`q`), and those it was
     posted with."""
-    picked = []
-    for value in form.data.get("endpoints", []) if form is not None else []:
-        try:
-            picked.append(uuid.UUID(str(value)))
-        except ValueError:
-            continue  # the form's own errors name it
-    return endpoint_choices(user, request.GET.get("q", "").strip()[:100], picked)
+    picked = form.data.get("endpoints", []) if form is not None else []
+    return endpoint_choices(user, request.GET.get("q", ""), picked)
 
 
 def _list_page(request: HttpRequest, form: PageForm | None = None) -> HttpResponse:

@@ -5,7 +5,6 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
-from uuid import UUID
 
 from django.db.models import Prefetch, QuerySet
 
@@ -20,13 +19,15 @@ from monitoring.models import (
     IncidentUpdate,
     visible_project_ids,
 )
+from monitoring.models.endpoints import as_uuid
 from monitoring.models.incidents import OPEN_FIRST
 
 # Endpoints a picker (the compare page's, the incident form's) lists at most; a search by
-# name narrows them. Listing every
-# endpoint made a 10,000-endpoint organization's page 2.2 MB and 360 ms of CPU, which held a
-# web worker and moved other tenants' p95 (bench/README.md, load.py).
+# name (at most SEARCH_LENGTH characters, as the pages' inputs allow) narrows them. Listing
+# every endpoint made a 10,000-endpoint organization's page 2.2 MB and 360 ms of CPU, which
+# held a web worker and moved other tenants' p95 (bench/README.md, load.py).
 PICKER_LIMIT = 200
+SEARCH_LENGTH = 100
 
 
 @dataclass(frozen=True)
@@ -43,9 +44,18 @@ class Choices:
         return sum(len(endpoints) for endpoints in self.by_project.values())
 
 
-def endpoint_choices(user: User, search: str = "", picked: Sequence[UUID] = ()) -> Choices:
+def endpoint_choices(user: User, search: str = "", picked: Sequence[object] = ()) -> Choices:
     """The endpoints the user may see, by project, for a picker (names only): at most
-    PICKER_LIMIT whose name holds `search`, and every picked one."""
+    PICKER_LIMIT whose name holds `search` (as typed: trimmed and cut to SEARCH_LENGTH here),
+    and every picked one (ids, or their text as a form sent them: a malformed one is left
+    to the form's own errors)."""
+    search = search.strip()[:SEARCH_LENGTH]
+    wanted = set()
+    for value in picked:
+        try:
+            wanted.add(as_uuid(value))
+        except ValueError:
+            continue
     visible = Endpoint.objects.visible_to(user)
     matching = visible.filter(name__icontains=search) if search else visible
 
@@ -58,7 +68,7 @@ def endpoint_choices(user: User, search: str = "", picked: Sequence[UUID] = ()) 
     shown = read(matching, PICKER_LIMIT + 1)
     total = len(shown) if len(shown) <= PICKER_LIMIT else matching.count()
     shown = shown[:PICKER_LIMIT]
-    missing = set(picked) - {endpoint.pk for endpoint in shown}
+    missing = wanted - {endpoint.pk for endpoint in shown}
     if missing:
         shown += read(visible.filter(pk__in=missing))
         shown.sort(key=lambda endpoint: (endpoint.project.name, endpoint.name))
