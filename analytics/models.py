@@ -93,3 +93,19 @@ class DayRollup(Rollup):
 
 # Finest first.
 TIERS: tuple[type[Rollup], ...] = (FiveMinuteRollup, HourRollup, DayRollup)
+
+
+class RollupFold(models.Model):
+    """How far the hourly and daily tiers are folded (`analytics.fold`): each of their rows
+    holds exactly the five-minute buckets of its span that start before `folded_to`. One
+    row at most; none yet means no fold has run, and ingest writes every tier itself."""
+
+    id = models.PositiveSmallIntegerField(primary_key=True, default=1)
+    folded_to = models.DateTimeField(help_text="Five-minute buckets before this are folded.")
+
+    class Meta:
+        db_table = "analytics_rollup_fold"
+        constraints = [models.CheckConstraint(condition=models.Q(id=1), name="rollup_fold_single")]
+
+    def __str__(self) -> str:
+        return f"folded to {self.folded_to:%Y-%m-%d %H:%M}"

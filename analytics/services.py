@@ -10,9 +10,9 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from analytics import histogram
+from analytics import fold, histogram
 from analytics.latency import Latency
-from analytics.models import TIERS, DayRollup, FiveMinuteRollup, HourRollup, Rollup
+from analytics.models import TIERS, DayRollup, FiveMinuteRollup, HourRollup, Rollup, RollupFold
 from analytics.windows import ceil, floor
 from healthmon.db import bound_cursor
 from monitoring.locations import LocationResult, judge, quorum_of
@@ -119,19 +119,25 @@ class CountedCheck(Protocol):
 
 
 def rollups_add(*, checks: Sequence[CountedCheck]) -> None:
-    """Add newly stored checks to the rollups of every tier, in a few batched upserts.
+    """Add newly stored checks to the five-minute rollups, and those checked before the
+    fold's watermark (late ones; all of them before the first fold) to the hourly and daily
+    rollups too (`analytics.fold`), in a few batched upserts.
 
     Run inside the transaction that stores the checks, which holds their endpoints' row
     locks: rows of one endpoint are never upserted by two transactions at once.
     """
     if not checks:
         return
+    fold.batch_lock()
     if connection.vendor == "postgresql":
         _add_on_postgresql(checks)
         return
     facts = [(c.endpoint_id, c.checked_at, c.ok, c.response_time_ms) for c in checks]
-    for tier in TIERS:
-        _write(tier, _sums_by_bucket(tier, facts), replace=False)
+    _write(TIERS[0], _sums_by_bucket(TIERS[0], facts), replace=False)
+    watermark = fold.folded_to()
+    late = [f for f in facts if watermark is None or f[1] < watermark]
+    for tier in TIERS[1:]:
+        _write(tier, _sums_by_bucket(tier, late), replace=False)
 
 
 def _add_on_postgresql(checks: Sequence[CountedCheck]) -> None:
@@ -162,13 +168,31 @@ def _add_sql() -> str:
         "SELECT * FROM unnest(%b::uuid[], %b::int8[], %b::bool[], %b::float8[], %b::int4[])"
         " AS f(endpoint_id, stamp, ok, ms, h)"
     )
-    parts = [_tier_upsert(tier) for tier in TIERS]
+    # The watermark in seconds, read in this statement's snapshot, taken after the batch's
+    # share of the fold's lock (`rollups_add`); the largest int8 when no fold has run.
+    watermark = (
+        "SELECT COALESCE((SELECT EXTRACT(EPOCH FROM folded_to)::int8 FROM "  # noqa: S608
+        f"{connection.ops.quote_name(RollupFold._meta.db_table)}), 9223372036854775807)"
+    )
+    late = "(SELECT * FROM facts WHERE stamp < (SELECT s FROM w)) AS late"
+    parts = [_tier_upsert(TIERS[0], "facts")] + [_tier_upsert(tier, late) for tier in TIERS[1:]]
     ctes = ", ".join(f"t{n} AS ({sql} RETURNING 1)" for n, sql in enumerate(parts[:-1]))
-    return f"WITH facts AS ({facts}), {ctes} {parts[-1]}"
+    return f"WITH facts AS ({facts}), w(s) AS ({watermark}), {ctes} {parts[-1]}"
 
 
-def _tier_upsert(tier: type[Rollup]) -> str:
-    """INSERT ... SELECT of one tier's sums of the facts, merged into its rows."""
+def _merge_updates() -> str:
+    """ON CONFLICT's SET that adds a row's sums to the stored row (as `r`)."""
+    additive = ("count", "failures", "timed", "sum_ms", *histogram.FIELDS)
+    updates = [f"{name} = r.{name} + EXCLUDED.{name}" for name in additive]
+    updates += [
+        f"{name} = COALESCE({pick}(r.{name}, EXCLUDED.{name}), r.{name}, EXCLUDED.{name})"
+        for name, pick in (("min_ms", "LEAST"), ("max_ms", "GREATEST"))
+    ]
+    return ", ".join(updates)
+
+
+def _tier_upsert(tier: type[Rollup], source: str) -> str:
+    """INSERT ... SELECT of one tier's sums of the facts in `source`, merged into its rows."""
     table = connection.ops.quote_name(tier._meta.db_table)
     width = int(tier.width.total_seconds())
     hist = ", ".join(f"count(*) FILTER (WHERE h = {n})" for n in range(histogram.SIZE))
@@ -176,18 +200,95 @@ def _tier_upsert(tier: type[Rollup]) -> str:
         f"endpoint_id, to_timestamp(stamp - stamp %% {width}), count(*), "
         "count(*) FILTER (WHERE NOT ok), count(ms), COALESCE(sum(ms), 0), min(ms), max(ms), " + hist
     )
-    additive = ("count", "failures", "timed", "sum_ms", *histogram.FIELDS)
-    updates = [f"{name} = r.{name} + EXCLUDED.{name}" for name in additive]
-    updates += [
-        f"{name} = COALESCE({pick}(r.{name}, EXCLUDED.{name}), r.{name}, EXCLUDED.{name})"
-        for name, pick in (("min_ms", "LEAST"), ("max_ms", "GREATEST"))
-    ]
     columns = ", ".join((*_COLUMNS, *histogram.FIELDS))
     return (
-        f"INSERT INTO {table} AS r ({columns}) SELECT {sums} FROM facts "  # noqa: S608
+        f"INSERT INTO {table} AS r ({columns}) SELECT {sums} FROM {source} "  # noqa: S608
         f"GROUP BY 1, 2 ORDER BY 1, 2 "
-        f"ON CONFLICT (endpoint_id, bucket) DO UPDATE SET {', '.join(updates)}"
+        f"ON CONFLICT (endpoint_id, bucket) DO UPDATE SET {_merge_updates()}"
     )
+
+
+# The fold's lag behind now: a bucket is folded a minute after it ends, when the batches
+# of its last slots are stored (later ones go to every tier themselves).
+FOLD_LAG = timedelta(minutes=1)
+# The most one fold run folds: after a stop, the fold catches up an hour a minute, and no
+# run holds ingest waiting for long.
+FOLD_STEP = timedelta(hours=1)
+
+
+@transaction.atomic
+def rollups_fold(*, now: datetime | None = None) -> int:
+    """Add the five-minute rows from the watermark to a minute ago into the hourly and
+    daily rows, and move the watermark there (`analytics.fold`). Returns the five-minute
+    rows folded. The first run only sets the watermark, two buckets ahead."""
+    now = now or timezone.now()
+    width = FiveMinuteRollup.width
+    fold.fold_lock()
+    watermark = fold.folded_to()
+    if watermark is None:
+        RollupFold.objects.create(folded_to=floor(now, width) + 2 * width)
+        return 0
+    target = min(floor(now - FOLD_LAG, width), watermark + FOLD_STEP)
+    if target <= watermark:
+        return 0
+    if connection.vendor == "postgresql":
+        with bound_cursor() as cursor:
+            cursor.execute(_fold_sql(), [watermark, target])
+            folded = cursor.fetchone()[0]
+    else:
+        folded = _fold_elsewhere(watermark, target)
+    RollupFold.objects.filter(pk=1).update(folded_to=target)
+    return folded
+
+
+@functools.cache
+def _fold_sql() -> str:
+    """The fold's statement on PostgreSQL: each endpoint's five-minute rows in [%b, %b)
+    (one index range scan per endpoint: the tier has no index by bucket alone), summed
+    into each coarser tier's buckets and merged into its rows; answers the rows read."""
+    quote = connection.ops.quote_name
+    names = ("count", "failures", "timed", "sum_ms", "min_ms", "max_ms", *histogram.FIELDS)
+    source = (
+        f"SELECT r.endpoint_id, EXTRACT(EPOCH FROM r.bucket)::int8 AS stamp, "  # noqa: S608
+        f"{', '.join(f'r.{name}' for name in names)} "
+        f"FROM {quote(Endpoint._meta.db_table)} e CROSS JOIN LATERAL (SELECT * FROM "
+        f"{quote(FiveMinuteRollup._meta.db_table)} f WHERE f.endpoint_id = e.id "
+        "AND f.bucket >= %b AND f.bucket < %b) r"
+    )
+    sums = ", ".join(
+        [f"SUM({name})" for name in ("count", "failures", "timed", "sum_ms")]
+        + ["MIN(min_ms)", "MAX(max_ms)"]
+        + [f"SUM({name})" for name in histogram.FIELDS]
+    )
+    columns = ", ".join((*_COLUMNS, *histogram.FIELDS))
+    upserts = []
+    for tier in TIERS[1:]:
+        width = int(tier.width.total_seconds())
+        upserts.append(
+            f"INSERT INTO {quote(tier._meta.db_table)} AS r ({columns}) "  # noqa: S608
+            f"SELECT endpoint_id, to_timestamp(stamp - stamp %% {width}), {sums} FROM src "
+            f"GROUP BY 1, 2 ORDER BY 1, 2 "
+            f"ON CONFLICT (endpoint_id, bucket) DO UPDATE SET {_merge_updates()} RETURNING 1"
+        )
+    ctes = ", ".join(f"t{n} AS ({sql})" for n, sql in enumerate(upserts))
+    return f"WITH src AS MATERIALIZED ({source}), {ctes} SELECT count(*) FROM src"  # noqa: S608
+
+
+def _fold_elsewhere(start: datetime, end: datetime) -> int:
+    """The fold through the ORM (SQLite): the rows read, summed per coarser bucket."""
+    names = ("count", "failures", "timed", "sum_ms", "min_ms", "max_ms", *histogram.FIELDS)
+    rows = list(
+        FiveMinuteRollup.objects.filter(bucket__gte=start, bucket__lt=end).values(
+            "endpoint_id", "bucket", *names
+        )
+    )
+    for tier in TIERS[1:]:
+        sums: dict[tuple[UUID, datetime], Latency] = {}
+        for row in rows:
+            key = (row["endpoint_id"], floor(row["bucket"], tier.width))
+            sums.setdefault(key, Latency()).merge(row)
+        _write(tier, sums, replace=False)
+    return len(rows)
 
 
 @transaction.atomic
@@ -221,9 +322,15 @@ def rollups_rebuild(*, endpoint_ids: Sequence[UUID], start: datetime, end: datet
             "endpoint_id", "checked_at", "ok", "response_time_ms", "scheduled_for", "location"
         )
     )
+    # The fold's invariant holds after: coarser rows hold only checks before the watermark.
+    fold.batch_lock()
+    watermark = fold.folded_to()
     for tier in TIERS:
         tier.objects.filter(endpoint_id__in=endpoint_ids).between(start, end).delete()
-        _write(tier, _sums_by_bucket(tier, checks), replace=True)
+        counted = checks
+        if tier is not TIERS[0] and watermark is not None:
+            counted = [check for check in checks if check[1] < watermark]
+        _write(tier, _sums_by_bucket(tier, counted), replace=True)
     return len(checks)
 
 
@@ -306,8 +413,10 @@ def retention_run(*, now: datetime | None = None) -> dict[str, int]:
     # Rollups first: dropping a partition needs the checks table's lock for a moment, and
     # when a long read holds it past the retries this run fails there, the next one retries.
     rollups = {
+        # Never five-minute rows the fold has not added to the coarser tiers yet.
         "rollups_5m": _delete_rollups_before(
-            FiveMinuteRollup, now - settings.ROLLUP_5M_RETENTION_DAYS * days
+            FiveMinuteRollup,
+            min(now - settings.ROLLUP_5M_RETENTION_DAYS * days, fold.folded_to() or now),
         ),
         "rollups_1h": _delete_rollups_before(
             HourRollup, now - settings.ROLLUP_1H_RETENTION_DAYS * days

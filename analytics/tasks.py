@@ -9,3 +9,9 @@ from analytics import services
 def apply_retention() -> dict[str, int]:
     """Delete raw checks and rollups past their retention (hourly, idempotent)."""
     return services.retention_run()
+
+
+@shared_task(ignore_result=True, soft_time_limit=50, time_limit=55)
+def fold_rollups() -> int:
+    """Fold the five-minute rollups into the hourly and daily ones (every minute)."""
+    return services.rollups_fold()

@@ -360,8 +360,75 @@ def measure_retention(url: str, world: World, progress: Progress) -> list[list[s
     ]
 
 
-def print_ingest(runs: Sequence[dict]) -> None:
-    """Results/s of each ingest run, and where its time went (share of the wall time)."""
+def fold_start(world: World) -> None:
+    """Put the fold's watermark at the end of the built data (whose rows are in every
+    tier): the ingest runs, an hour later, then write the five-minute tier only, as
+    batches in steady state do (`analytics.fold`)."""
+    from analytics.models import FiveMinuteRollup, RollupFold
+    from analytics.windows import ceil
+
+    RollupFold.objects.update_or_create(
+        pk=1, defaults={"folded_to": ceil(world.end, FiveMinuteRollup.width)}
+    )
+
+
+def measure_fold(world: World, results: int) -> dict:
+    """The fold of everything the ingest runs stored, as beat runs it (an hour of buckets
+    a run), timed by the CPU of this process and of its PostgreSQL backend."""
+    from django.db import connection
+
+    from analytics.models import RollupFold
+    from analytics.services import rollups_fold
+
+    connection.ensure_connection()
+    backend = database_backend_pid()
+    server0, cpu0, began = cpu_seconds(backend), time.process_time(), time.perf_counter()
+    folded, runs = 0, 0
+    end = world.end + timedelta(hours=3)  # past the last ingested check
+    while True:
+        before = RollupFold.objects.get().folded_to
+        folded += rollups_fold(now=end)
+        runs += 1
+        if RollupFold.objects.get().folded_to == before:
+            break
+    return {
+        "rows": folded,
+        "runs": runs,
+        "wall": time.perf_counter() - began,
+        "cpu": time.process_time() - cpu0,
+        "server_cpu": cpu_seconds(backend) - server0,
+        "results": results,
+    }
+
+
+def print_fold(fold: dict) -> None:
+    """The fold's cost, per five-minute row folded and per result ingested."""
+    per_result = (fold["cpu"] + fold["server_cpu"]) / fold["results"] * 1e6
+    print_table(
+        [
+            "fold (beat, every minute)",
+            "5-min rows",
+            "runs",
+            "wall s",
+            "CPU s: client / server",
+            "CPU µs per result ingested",
+        ],
+        [
+            [
+                "hourly and daily tiers from the 5-minute rows",
+                f"{fold['rows']:,}",
+                str(fold["runs"]),
+                f"{fold['wall']:.2f}",
+                f"{fold['cpu']:.2f} / {fold['server_cpu']:.2f}",
+                f"{per_result:.1f}",
+            ]
+        ],
+    )
+
+
+def print_ingest(runs: Sequence[dict], fold: dict | None = None) -> None:
+    """Results/s of each ingest run, and where its time went (share of the wall time);
+    with the fold's cost per result, what both cores would ingest with it paid."""
     kinds = [*dict.fromkeys(kind for _, kind in INGEST_KINDS), "other"]
     rows = []
     for run in runs:
@@ -371,6 +438,7 @@ def print_ingest(runs: Sequence[dict]) -> None:
         python = wall - sum(r["db"] for r in run["runs"])
         results = run["results"]
         client = sum(r["cpu"] for r in run["runs"]) / results * 1e6
+        folding = (fold["cpu"] + fold["server_cpu"]) / fold["results"] * 1e6 if fold else 0.0
         server = sum(r["server_cpu"] for r in run["runs"]) / results * 1e6
         rows.append(
             [
@@ -384,6 +452,7 @@ def print_ingest(runs: Sequence[dict]) -> None:
                 f"{python / wall:.0%}",
                 f"{client:.0f} / {server:.0f}",
                 f"{2e6 / (client + server):,.0f}",
+                f"{2e6 / (client + server + folding):,.0f}",
                 "meets" if run["rate"] >= GOAL_INGEST else "MISSES",
             ]
         )
@@ -392,5 +461,5 @@ def print_ingest(runs: Sequence[dict]) -> None:
     headers += ["in rollups_add", "db: " + " / ".join(kinds), "python"]
     # CPU per result, of the ingest processes and of their PostgreSQL backends: what the
     # rate would be with both cores free for it, whatever else the machine ran meanwhile.
-    headers += ["CPU µs/result: client / server", "2 cores' worth/s"]
+    headers += ["CPU µs/result: client / server", "2 cores' worth/s", "with the fold/s"]
     print_table([*headers, f"goal >= {GOAL_INGEST:,}/s"], rows)

@@ -64,9 +64,12 @@ from _analytics_world import World, build, load_world, table_sizes, verify_rollu
 from _analytics_writes import (
     BATCH,
     INGEST_ENDPOINTS,
+    fold_start,
     ingester,
+    measure_fold,
     measure_ingest,
     measure_retention,
+    print_fold,
     print_ingest,
 )
 from _support import (
@@ -303,6 +306,9 @@ def benchmark(args: argparse.Namespace) -> None:
         if not args.reuse:
             build(url, args.scale, began)
         world = load_world()
+        # The fold's watermark at the data's end, where a running fold keeps it near now:
+        # reads scan their tails, ingest writes the five-minute tier (`analytics.fold`).
+        fold_start(world)
         progress = Progress(began)
         if args.reuse:
             print(f"layout: {world.layout.describe()}")
@@ -324,7 +330,11 @@ def benchmark(args: argparse.Namespace) -> None:
                 groups = [[ids[g : g + BATCH] for g in range(0, size, BATCH)]]
                 ingest.append(measure_ingest(args, world, 1, groups))
                 progress.say("ingest into endpoints with history measured")
-            print_ingest(ingest)
+            fold = measure_fold(world, sum(run["results"] for run in ingest))
+            progress.say("the fold of the ingested checks measured")
+            print_ingest(ingest, fold)
+            print()
+            print_fold(fold)
         if not args.skip_retention and args.only is None:
             retention = measure_retention(url, world, progress)
             print()

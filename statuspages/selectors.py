@@ -7,21 +7,22 @@ the hourly ones: no raw check is read. Nothing here carries a target, host, erro
 cause or note: the dataclasses have no field for them.
 """
 
+import functools
 from collections import defaultdict
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, time, timedelta
+from datetime import date, datetime, time, timedelta
 from typing import NamedTuple
 from uuid import UUID
 
-from django.contrib.postgres.aggregates import ArrayAgg
 from django.db import connection
-from django.db.models import Func, IntegerField, Q, Value
-from django.db.models.functions import TruncDate
+from django.db.models import Q, Subquery
 
 from alerts.models import MaintenanceWindow, load_scopes, may_overlap
-from analytics.models import DayRollup, HourRollup
+from analytics.fold import watermark_sql
+from analytics.models import DayRollup, FiveMinuteRollup, HourRollup, RollupFold
 from analytics.rows import SeriesPoint
 from analytics.selectors import series, series_points
+from healthmon.db import read_cursor
 from healthmon.dbrouting import read_connection
 from healthmon.intervals import Window
 from monitoring.models import Endpoint, Incident, IncidentKind, IncidentState, IncidentUpdate
@@ -284,20 +285,12 @@ def _add_updates(incidents: dict[UUID, IncidentRow], automatic: dict[UUID, Compo
         )
 
 
-class _DayOffset(Func):
-    """PostgreSQL's `date - date`: whole days, an integer (Django's own subtraction of
-    dates gives an interval)."""
-
-    arg_joiner = " - "
-    template = "(%(expressions)s)"
-    output_field = IntegerField()
-
-
 def _rollup_days(
     rows: list[ComponentRow], days: list[date], end: datetime
 ) -> dict[UUID, list[tuple[int, int]]]:
     """Each endpoint's (checks, failed checks) per day of `days` from the daily rollups,
-    in one query; a day without a rollup row is (0, 0).
+    in one query; a day without a rollup row is (0, 0). The five-minute rows not folded
+    into the daily ones yet (`analytics.fold`) are read beside them, in the same statement.
 
     On PostgreSQL the database groups the rows by endpoint into three integer arrays (day
     offset, checks, failures): 50 components of 90 days are 50 rows rather than 4,500, which
@@ -309,31 +302,52 @@ def _rollup_days(
     first = days[0]
     start = datetime.combine(first, time.min, tzinfo=end.tzinfo)
     ids = [row.endpoint_id for row in rows]
-    query = DayRollup.objects.filter(endpoint_id__in=ids).between(start, end).order_by()
-    if connection.vendor == "postgresql":
-        grouped = (
-            query.annotate(offset=_DayOffset(TruncDate("bucket", tzinfo=UTC), Value(first)))
-            .values("endpoint_id")
-            .annotate(
-                offsets=ArrayAgg("offset"), counts=ArrayAgg("count"), fails=ArrayAgg("failures")
-            )
-            .values_list("endpoint_id", "offsets", "counts", "fails")
-        )
-        sql, params = grouped.query.sql_with_params()
-        with read_connection(DayRollup).cursor() as cursor:  # no per-value ORM converters
-            cursor.execute(sql, params)
+    using = read_connection(DayRollup)
+    if using.vendor == "postgresql":
+        with read_cursor(using) as cursor:
+            cursor.execute(_days_sql(), [first, ids, start, end, ids, start, end])
             for endpoint_id, offsets, counts, fails in cursor.fetchall():
                 sums = found[endpoint_id] = [(0, 0)] * len(days)
                 for offset, count, failures in zip(offsets, counts, fails, strict=True):
                     sums[offset] = (count, failures)
         return found
-    plain = query.annotate(day=TruncDate("bucket", tzinfo=UTC)).values_list(
-        "endpoint_id", "day", "count", "failures"
+    columns = ("endpoint_id", "bucket", "count", "failures")
+    plain = DayRollup.objects.filter(endpoint_id__in=ids).between(start, end)
+    tail = (
+        FiveMinuteRollup.objects.filter(endpoint_id__in=ids)
+        .between(start, end)
+        .filter(bucket__gte=Subquery(RollupFold.objects.values("folded_to")[:1]))
     )
-    for endpoint_id, day, count, failures in plain:
+    read = plain.values_list(*columns).order_by()
+    for endpoint_id, bucket, count, failures in read.union(
+        tail.values_list(*columns).order_by(), all=True
+    ):
         sums = found.setdefault(endpoint_id, [(0, 0)] * len(days))
-        sums[(day - first).days] = (count, failures)
+        offset = (bucket.date() - first).days
+        sums[offset] = (sums[offset][0] + count, sums[offset][1] + failures)
     return found
+
+
+@functools.cache
+def _days_sql() -> str:
+    """The statement of `_rollup_days` on PostgreSQL: per UTC day (its offset from the
+    first day, the first parameter) the daily rows of the endpoints in [start, end), with
+    the tail their five-minute rows in [start, end) from the watermark on, summed and
+    grouped per endpoint into arrays."""
+    quote = connection.ops.quote_name
+    branch = (
+        "SELECT endpoint_id, bucket, count, failures FROM {} "
+        "WHERE endpoint_id = ANY(%b::uuid[]) AND bucket >= %b AND bucket < %b"
+    )
+    source = branch.format(quote(DayRollup._meta.db_table))
+    source += " UNION ALL " + branch.format(quote(FiveMinuteRollup._meta.db_table))
+    source += f" AND bucket >= {watermark_sql(connection)}"
+    return (
+        "SELECT endpoint_id, array_agg(d), array_agg(c), array_agg(f) FROM ("  # noqa: S608
+        "SELECT endpoint_id, (bucket AT TIME ZONE 'UTC')::date - %b::date AS d, "
+        "SUM(count)::int AS c, SUM(failures)::int AS f "
+        f"FROM ({source}) AS r GROUP BY 1, 2) AS days GROUP BY 1"
+    )
 
 
 def _day_uptime(count: int, failures: int) -> float | None:

@@ -11,13 +11,13 @@ from uuid import UUID
 
 from django.db import connection
 from django.db.backends.base.base import BaseDatabaseWrapper
-from django.db.models import BigIntegerField, F, Func, Max, Min, Sum
+from django.db.models import BigIntegerField, F, Func, Max, Min, Subquery, Sum
 
-from analytics import histogram
+from analytics import fold, histogram
 from analytics.latency import Latency
-from analytics.models import Rollup
+from analytics.models import TIERS, Rollup, RollupFold
 from analytics.rows import SeriesPoint
-from analytics.windows import BUCKETS, buckets, floor, tiles
+from analytics.windows import BUCKETS, buckets, ceil, floor, tiles
 from healthmon.db import read_cursor
 from healthmon.dbrouting import read_connection
 from healthmon.intervals import Window
@@ -194,6 +194,9 @@ def _figures_sql(
     window summing its own parts' rows with a FILTER: an `= ANY` scan walks the index from
     its root once per endpoint, so three day parts of a month read three times the pages of
     one (an organization's 30-day summary: 10,000 buffers for its daily rows, against 4,000).
+
+    A scan of hourly or daily rows has a twin over the five-minute rows of its range from
+    the fold's watermark on, the rows not folded into them yet (`analytics.fold`).
     """
     ops = using.ops
     params: dict[str, Any] = {}
@@ -235,11 +238,16 @@ def _figures_sql(
                 for name in histogram.FIELDS
             ]
         # Our own table and column names only; values are parameters.
-        branches.append(
-            f"SELECT endpoint_id, {', '.join(sums)} "  # noqa: S608
-            f"FROM {parts[scan[0]].tier._meta.db_table} WHERE {ids} "
-            f"AND bucket >= %(a{scan[0]})s AND bucket < %(b{scan[-1]})s GROUP BY endpoint_id"
-        )
+        tier = parts[scan[0]].tier
+        tables = [(tier._meta.db_table, "")]
+        if tier is not TIERS[0]:
+            tables.append((TIERS[0]._meta.db_table, f" AND bucket >= {fold.watermark_sql(using)}"))
+        for table, tail in tables:
+            branches.append(
+                f"SELECT endpoint_id, {', '.join(sums)} "  # noqa: S608
+                f"FROM {table} WHERE {ids} AND bucket >= %(a{scan[0]})s{tail} "
+                f"AND bucket < %(b{scan[-1]})s GROUP BY endpoint_id"
+            )
     columns = []
     for window in range(windows):
         for template, (name, _, _) in zip(_WINDOW_SUMS, _SUMS_OF_ROWS, strict=True):
@@ -263,18 +271,24 @@ class _EpochSeconds(Func):
     output_field = BigIntegerField()
 
 
-def _bucket_reader() -> tuple[Func | F, Callable[[Any], datetime]]:
+def _bucket_reader(
+    width: timedelta | None = None,
+) -> tuple[Func | F, Callable[[Any], datetime]]:
     """How to read bucket starts: on PostgreSQL as whole seconds since the epoch, made into
     datetimes once per distinct bucket (parsing a timestamp per row was a third of a
-    series' read); elsewhere as the rows' own datetimes."""
+    series' read); elsewhere as the rows' own datetimes. With a `width`, each start is
+    aligned down to it (finer rows adding into a coarser bucket)."""
     if connection.vendor != "postgresql":
+        if width is not None:
+            return F("bucket"), lambda bucket: floor(bucket, width)
         return F("bucket"), lambda bucket: bucket
     starts: dict[int, datetime] = {}
+    step = int(width.total_seconds()) if width is not None else 1
 
     def start(seconds: int) -> datetime:
         found = starts.get(seconds)
         if found is None:
-            found = starts[seconds] = datetime.fromtimestamp(seconds, UTC)
+            found = starts[seconds] = datetime.fromtimestamp(seconds - seconds % step, UTC)
         return found
 
     return _EpochSeconds("bucket"), start
@@ -291,35 +305,52 @@ def series(
     only counts, averages, minima and maxima (no percentiles), for a fraction of the rows'
     size."""
     aggregates = _AGGREGATES if histograms else _PLAIN
-    found = tier.objects.filter(endpoint_id__in=list(owners)).between(
-        floor(window.start, tier.width), window.end
-    )
+    start = floor(window.start, tier.width)
+    found = tier.objects.filter(endpoint_id__in=list(owners)).between(start, window.end)
+    tail = _tail(tier, owners, start, window.end)
     points: dict[UUID, dict[datetime, Latency]] = defaultdict(lambda: defaultdict(Latency))
     if all(endpoint == owner for endpoint, owner in owners.items()):
         # One row per endpoint and bucket already: nothing to add up in the database, and
         # the rows are read as tuples (an overview's sparklines read thousands of them).
         names = (*_PLAIN, *(histogram.FIELDS if histograms else ()))
-        read_bucket, bucket_of = _bucket_reader()
-        found = found.annotate(at=read_bucket)
-        for (
-            endpoint_id,
-            at,
-            count,
-            failures,
-            timed,
-            sum_ms,
-            low,
-            high,
-            *hist,
-        ) in found.values_list("endpoint_id", "at", *names).order_by():
-            points[endpoint_id][bucket_of(at)] = Latency(
-                count, failures, timed, sum_ms, low, high, hist if histograms else _NO_HIST
-            )
+        read_bucket, bucket_of = _bucket_reader(tier.width if tail is not None else None)
+        rows = found.annotate(at=read_bucket).values_list("endpoint_id", "at", *names).order_by()
+        if tail is not None:
+            # The tail's rows add into their coarser bucket's, in one statement (snapshot).
+            more = tail.annotate(at=read_bucket).values_list("endpoint_id", "at", *names)
+            rows = rows.union(more.order_by(), all=True)
+        for endpoint_id, at, count, failures, timed, sum_ms, low, high, *hist in rows:
+            if tail is None:
+                points[endpoint_id][bucket_of(at)] = Latency(
+                    count, failures, timed, sum_ms, low, high, hist if histograms else _NO_HIST
+                )
+            else:
+                points[endpoint_id][bucket_of(at)].merge_sums(
+                    count, failures, timed, sum_ms, low, high, hist
+                )
         return points
-    rows = found.values("endpoint_id", "bucket").order_by().annotate(**aggregates)
-    for row in rows:
-        points[owners[row["endpoint_id"]]][row["bucket"]].merge(row)
+    grouped = found.values("endpoint_id", "bucket").order_by().annotate(**aggregates)
+    if tail is not None:
+        more = tail.values("endpoint_id", "bucket").order_by().annotate(**aggregates)
+        grouped = grouped.union(more, all=True)
+    for row in grouped:
+        points[owners[row["endpoint_id"]]][floor(row["bucket"], tier.width)].merge(row)
     return points
+
+
+def _tail(tier: type[Rollup], owners: Mapping[UUID, UUID], start: datetime, end: datetime) -> Any:
+    """The five-minute rows a coarser tier's rows in [start, end) lack: those from the
+    fold's watermark on (`analytics.fold`), over the whole of the last coarse bucket, read
+    in the same statement as the coarser rows (None for the five-minute tier itself)."""
+    if tier is TIERS[0]:
+        return None
+    folded = Subquery(RollupFold.objects.values("folded_to")[:1])
+    return (
+        TIERS[0]
+        .objects.filter(endpoint_id__in=list(owners))
+        .between(start, ceil(end, tier.width))
+        .filter(bucket__gte=folded)
+    )
 
 
 def series_points(

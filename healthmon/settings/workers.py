@@ -105,6 +105,12 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": 3600.0,
         "options": {"expires": 1800},
     },
+    # Hourly and daily rollups folded from the five-minute ones (analytics.fold).
+    "fold-rollups": {
+        "task": "analytics.tasks.fold_rollups",
+        "schedule": 60.0,
+        "options": {"expires": 50},
+    },
     "apply-retention": {
         "task": "analytics.tasks.apply_retention",
         "schedule": 3600.0,
