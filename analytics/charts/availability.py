@@ -2,6 +2,7 @@
 
 from collections.abc import Sequence
 from datetime import datetime
+from functools import lru_cache
 
 from django.utils.safestring import SafeString
 
@@ -15,11 +16,12 @@ from analytics.charts.svg import (
     corner_note,
     legend,
     no_data,
+    number,
     plot_frame,
     tag,
     title_tag,
 )
-from analytics.charts.words import TO, count, duration, percent, period, when
+from analytics.charts.words import MEMO, TO, count, duration, percent, period, when
 from analytics.rows import AvailabilityBucket, IncidentRow, MaintenanceRow
 from healthmon.intervals import Interval, Window
 
@@ -54,15 +56,22 @@ def _bar(frame: Frame, bucket: AvailabilityBucket, s: float, e: float) -> str:
     gap = 1.0 if x1 - x0 > 3 else 0.0  # bars apart only where they are wide enough
     # A bucket down throughout keeps a sliver, so that its colour still shows.
     top = frame.top if uptime is None else min(frame.y(uptime), frame.bottom - 2)
+    # What `tag` writes (class, box, fill, its opacity), spelt out: there is one per bucket.
+    level = _level(uptime)
+    faded = ' fill-opacity="0.25"' if uptime is None else ""
+    return (
+        f'<rect class="bar {level}" x="{x0 + gap / 2:.1f}" y="{number(top)}"'
+        f' width="{max(x1 - x0 - gap, 0.5):.1f}" height="{number(frame.bottom - top)}"'
+        f' fill="{LEVEL_FILL[level]}"{faded}>{_bar_title(s, e, frame.short, uptime, down)}</rect>'
+    )
+
+
+@lru_cache(maxsize=MEMO)
+def _bar_title(s: float, e: float, short: bool, uptime: float | None, down: float) -> str:
+    """A bar's hover detail; the same at every width, and from render to render."""
     detail = "no data" if uptime is None else f"uptime {percent(uptime)}"
     detail += f", down {duration(down)}" if down else ""
-    paint = {
-        "fill": LEVEL_FILL[_level(uptime)],
-        **({"fill_opacity": "0.25"} if uptime is None else {}),
-    }
-    box = box_attrs(x0 + gap / 2, top, x1 - x0 - gap, frame.bottom - top)
-    title = title_tag(f"{period(s, e, frame.short)} — {detail}")
-    return tag("rect", title, cls=f"bar {_level(uptime)}", **box, **paint)
+    return title_tag(f"{period(s, e, short)} — {detail}")
 
 
 def _incident_detail(incident: IncidentRow) -> str:

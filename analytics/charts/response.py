@@ -19,12 +19,14 @@ from analytics.charts.slow import slow_bands, slow_keys
 from analytics.charts.svg import (
     PALETTE,
     axes,
-    band_path,
+    band_data,
+    centres,
     chart_svg,
+    coordinates,
     corner_note,
     hits,
     legend,
-    line_path,
+    line_data,
     no_data,
     plot_frame,
     stroke_attrs,
@@ -75,18 +77,19 @@ def _response_desc(title: str, span: Span, columns: Sequence[Column]) -> str:
 def _response_lines(frame: Frame, columns: Sequence[Column]) -> str:
     """The min-max band, then the min, max, average and dashed p95 lines over it."""
     spans = frame.spans(columns)
+    xs = centres(spans)  # written once for the band and the four lines
     values = {
-        "min": frame.ys([c.low for c in columns]),
-        "max": frame.ys([c.high for c in columns]),
-        "avg": frame.ys([c.avg for c in columns]),
-        "p95": frame.ys([c.p95 for c in columns]),
+        "min": coordinates(frame.ys([c.low for c in columns])),
+        "max": coordinates(frame.ys([c.high for c in columns])),
+        "avg": coordinates(frame.ys([c.avg for c in columns])),
+        "p95": coordinates(frame.ys([c.p95 for c in columns])),
     }
-    band = band_path(spans, values["min"], values["max"])
+    band = band_data(spans, xs, values["min"], values["max"])
     paths = [
         tag("path", cls="band", data_series="band", d=band, fill=PALETTE[0], fill_opacity="0.15")
     ]
     for name, colour, width, dash in RESPONSE_LINES:
-        d = line_path(spans, values[name])
+        d = line_data(spans, xs, values[name])
         stroke = stroke_attrs(colour, width, dash)
         paths.append(tag("path", cls=f"line {name}", data_series=name, d=d, **stroke))
     return "".join(paths)
