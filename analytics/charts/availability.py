@@ -6,7 +6,15 @@ from functools import lru_cache
 
 from django.utils.safestring import SafeString
 
-from analytics.charts.scales import Frame, Key, Span, bucket_slots, time_range, value_ticks
+from analytics.charts.scales import (
+    Frame,
+    Key,
+    Size,
+    Span,
+    bucket_slots,
+    time_range,
+    value_ticks,
+)
 from analytics.charts.slow import slow_bands, slow_keys
 from analytics.charts.svg import (
     PALETTE,
@@ -162,27 +170,62 @@ def availability_chart(
     Levels (classes): `up` at or above 99.9%, `degraded` at or above 95%, `down` below,
     `nodata` where nothing was watched.
     """
+    return availability_charts(
+        buckets,
+        incidents,
+        [Size(width, height)],
+        maintenance=maintenance,
+        start=start,
+        end=end,
+        title=title,
+        id_prefix=id_prefix,
+        since=since,
+        degraded=degraded,
+    )[0]
+
+
+def availability_charts(
+    buckets: Sequence[AvailabilityBucket],
+    incidents: Sequence[IncidentRow],
+    sizes: Sequence[Size],
+    *,
+    maintenance: Sequence[MaintenanceRow] = (),
+    start: datetime,
+    end: datetime,
+    title: str = "Availability",
+    id_prefix: str | None = None,
+    since: datetime | None = None,
+    degraded: Sequence[Interval] = (),
+) -> list[SafeString]:
+    """`availability_chart` at each size (a page's wide and phone drawings; every size
+    draws every bucket), what is drawn chosen and described once for all of them."""
+    if id_prefix is not None and len(sizes) > 1:
+        raise ValueError("one id_prefix cannot name several charts")
     span, window = time_range(start, end), Window(start, end)
     keys = slow_keys(AVAILABILITY_KEYS, degraded)
-    frame = plot_frame(width, height, span, keys, 100.0)
     ordered = sorted(buckets, key=lambda bucket: bucket["t"])
     slots = bucket_slots([bucket["t"] for bucket in ordered], *span)
     inside = [ordered[i] for i, _, _ in slots]
     during = [(i, _incident_interval(i, end)) for i in incidents]
     shown = [(i, interval) for i, interval in during if window.overlaps(interval)]
-    bars = "".join(_bar(frame, ordered[i], s, e) for i, s, e in slots)
-    bands = "".join(_incident_band(frame, incident, interval) for incident, interval in shown)
     held = [m for m in maintenance if window.overlaps((m["starts_at"], m["ends_at"]))]
-    body = [
-        axes(frame, value_ticks(100.0), lambda value: f"{value:g}%"),
-        tag("g", bars, cls="bars"),
-        slow_bands(frame, degraded),
-        tag("g", "".join(_maintenance_band(frame, m) for m in held), cls="maintenance"),
-        tag("g", bands, cls="incidents"),
-        legend(frame, keys),
-    ]
-    if all(bucket.get("uptime") is None for bucket in inside):
-        body.append(no_data(frame))
+    empty = all(bucket.get("uptime") is None for bucket in inside)
     desc = _availability_desc(title, span, inside, [incident for incident, _ in shown])
-    note = corner_note(since, frame.short)
-    return chart_svg("chart-availability", frame, id_prefix, title, desc, body, note)
+    charts = []
+    for size in sizes:
+        frame = plot_frame(size.width, size.height, span, keys, 100.0)
+        bars = "".join(_bar(frame, ordered[i], s, e) for i, s, e in slots)
+        bands = "".join(_incident_band(frame, incident, during) for incident, during in shown)
+        body = [
+            axes(frame, value_ticks(100.0), lambda value: f"{value:g}%"),
+            tag("g", bars, cls="bars"),
+            slow_bands(frame, degraded),
+            tag("g", "".join(_maintenance_band(frame, m) for m in held), cls="maintenance"),
+            tag("g", bands, cls="incidents"),
+            legend(frame, keys),
+        ]
+        if empty:
+            body.append(no_data(frame))
+        note = corner_note(since, frame.short)
+        charts.append(chart_svg("chart-availability", frame, id_prefix, title, desc, body, note))
+    return charts

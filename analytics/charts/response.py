@@ -9,8 +9,10 @@ from analytics.charts.scales import (
     Column,
     Frame,
     Key,
+    Size,
     Span,
-    columns_of,
+    bucketed,
+    fitted,
     merge,
     time_range,
     value_ticks,
@@ -114,16 +116,48 @@ def response_time_chart(
     Over `max_columns` points are merged into that many columns first, so a day of 30 s
     buckets draws as fast as a few hundred; missing figures leave gaps, never zeros.
     """
+    size = Size(width, height, max_columns)
+    return response_time_charts(
+        points,
+        [size],
+        start=start,
+        end=end,
+        title=title,
+        since=since,
+        degraded=degraded,
+        id_prefix=id_prefix,
+    )[0]
+
+
+def response_time_charts(
+    points: Sequence[SeriesPoint],
+    sizes: Sequence[Size],
+    *,
+    start: datetime,
+    end: datetime,
+    title: str = "Response time",
+    since: datetime | None = None,
+    degraded: Sequence[Interval] = (),
+    id_prefix: str | None = None,
+) -> list[SafeString]:
+    """`response_time_chart` at each size (a page's wide and phone drawings), the points
+    bucketed once for all of them."""
+    if id_prefix is not None and len(sizes) > 1:
+        raise ValueError("one id_prefix cannot name several charts")
     span = time_range(start, end)
-    columns = columns_of(points, *span, max_columns)
-    top = max((v for c in columns for v in (c.high, c.p95, c.avg) if v is not None), default=None)
-    ticks = value_ticks(top) if top is not None else []
+    columns = bucketed(points, *span)
     keys = slow_keys(RESPONSE_KEYS, degraded)
-    frame = plot_frame(width, height, span, keys, ticks[-1] if ticks else 1.0)
-    lines = _response_lines(frame, columns) if top is not None else no_data(frame)
-    details = [_column_detail(c, frame.short) for c in columns]
-    body = [axes(frame, ticks), slow_bands(frame, degraded), lines]
-    body += [hits(frame, frame.spans(columns), details), legend(frame, keys)]
-    desc = _response_desc(title, span, columns)
-    note = corner_note(since, frame.short)
-    return chart_svg("chart-response", frame, id_prefix, title, desc, body, note)
+    charts = []
+    for size in sizes:
+        fit = fitted(columns, size.max_columns)
+        top = max((v for c in fit for v in (c.high, c.p95, c.avg) if v is not None), default=None)
+        ticks = value_ticks(top) if top is not None else []
+        frame = plot_frame(size.width, size.height, span, keys, ticks[-1] if ticks else 1.0)
+        lines = _response_lines(frame, fit) if top is not None else no_data(frame)
+        details = [_column_detail(c, frame.short) for c in fit]
+        body = [axes(frame, ticks), slow_bands(frame, degraded), lines]
+        body += [hits(frame, frame.spans(fit), details), legend(frame, keys)]
+        desc = _response_desc(title, span, fit)
+        note = corner_note(since, frame.short)
+        charts.append(chart_svg("chart-response", frame, id_prefix, title, desc, body, note))
+    return charts

@@ -159,18 +159,38 @@ def merge(chunk: Sequence[Column]) -> Column:
 _time_of = operator.itemgetter("t")
 
 
+@dataclass(frozen=True, slots=True)
+class Size:
+    """A drawing's width and height in viewBox units, and the most columns it draws: a page
+    draws a chart once per size (wide screens, phones) from the same bucketed data."""
+
+    width: int
+    height: int
+    max_columns: int = 320
+
+
 def columns_of(
     points: Sequence[SeriesPoint], t0: float, t1: float, max_columns: int
 ) -> list[Column]:
     """The points inside [t0, t1), merged in equal runs when there are over `max_columns`."""
-    if max_columns < 1:
-        raise ValueError("max_columns must be at least 1")
+    return fitted(bucketed(points, t0, t1), max_columns)
+
+
+def bucketed(points: Sequence[SeriesPoint], t0: float, t1: float) -> list[Column]:
+    """A column per point inside [t0, t1), in time order."""
     ordered = sorted(points, key=_time_of)
     columns = []
     for i, start, end in bucket_slots([p["t"] for p in ordered], t0, t1):
         p = ordered[i]
         figures = (p.get("avg_ms"), p.get("min_ms"), p.get("max_ms"), p.get("p95_ms"))
         columns.append(Column(start, end, *figures, p.get("count", 0), p.get("failures", 0)))
+    return columns
+
+
+def fitted(columns: list[Column], max_columns: int) -> list[Column]:
+    """The columns, merged in equal runs when there are over `max_columns`."""
+    if max_columns < 1:
+        raise ValueError("max_columns must be at least 1")
     if len(columns) <= max_columns:
         return columns
     size = _chunk(math.ceil(len(columns) / max_columns), columns[0].t1 - columns[0].t0)
