@@ -92,7 +92,10 @@ def _compare_hits(frame: Frame, drawn: Sequence[tuple[str, list[Column]]]) -> st
         short = shorten(label)  # once per series, not per column
         for c in series:
             figure = ms(c.avg) if c.avg is not None else "no data"
-            columns.setdefault(c.t0, (c.t1, []))[1].append(f"{short}: {figure}")
+            column = columns.get(c.t0)
+            if column is None:
+                column = columns[c.t0] = (c.t1, [])
+            column[1].append(f"{short}: {figure}")
     ordered = sorted(columns.items())
     spans = [(frame.x(t0), frame.x(t1)) for t0, (t1, _) in ordered]
     details = [

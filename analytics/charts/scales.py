@@ -126,9 +126,14 @@ def bucket_slots(times: Sequence[datetime], t0: float, t1: float) -> list[tuple[
     """(index, start, end) of the buckets overlapping [t0, t1); a bucket lasts the smallest
     gap between starts (or the range split evenly)."""
     stamps = [moment.timestamp() for moment in times]
-    gaps = [b - a for a, b in itertools.pairwise(stamps) if b > a]
-    step = min(gaps) if gaps else (t1 - t0) / max(len(stamps), 1)
+    step = _step(stamps, t0, t1)
     return [(i, s, s + step) for i, s in enumerate(stamps) if s + step > t0 and s < t1]
+
+
+def _step(stamps: Sequence[float], t0: float, t1: float) -> float:
+    """How long a bucket lasts: the smallest gap between starts (or the range split evenly)."""
+    gaps = [b - a for a, b in itertools.pairwise(stamps) if b > a]
+    return min(gaps) if gaps else (t1 - t0) / max(len(stamps), 1)
 
 
 def merge(chunk: Sequence[Column]) -> Column:
@@ -147,7 +152,8 @@ def merge(chunk: Sequence[Column]) -> Column:
         if c.p95 is not None and (p95 is None or c.p95 > p95):
             p95 = c.p95
         if c.avg is not None:
-            share = max(c.count - c.failures, 0)
+            share = c.count - c.failures
+            share = share if share > 0 else 0
             weighted += c.avg * share
             weight += share
             plain += c.avg
@@ -179,11 +185,16 @@ def columns_of(
 def bucketed(points: Sequence[SeriesPoint], t0: float, t1: float) -> list[Column]:
     """A column per point inside [t0, t1), in time order."""
     ordered = sorted(points, key=_time_of)
+    stamps = [p["t"].timestamp() for p in ordered]
+    step = _step(stamps, t0, t1)
+    # `bucket_slots` inlined: a page buckets a few thousand points.
     columns = []
-    for i, start, end in bucket_slots([p["t"] for p in ordered], t0, t1):
-        p = ordered[i]
-        figures = (p.get("avg_ms"), p.get("min_ms"), p.get("max_ms"), p.get("p95_ms"))
-        columns.append(Column(start, end, *figures, p.get("count", 0), p.get("failures", 0)))
+    for p, start in zip(ordered, stamps, strict=True):
+        end = start + step
+        if end > t0 and start < t1:
+            get = p.get
+            figures = (get("avg_ms"), get("min_ms"), get("max_ms"), get("p95_ms"))
+            columns.append(Column(start, end, *figures, get("count", 0), get("failures", 0)))
     return columns
 
 
