@@ -57,20 +57,40 @@ def _level(uptime: float | None) -> str:
     return "up" if uptime >= UP_AT else "degraded" if uptime >= DEGRADED_AT else "down"
 
 
-def _bar(frame: Frame, bucket: AvailabilityBucket, s: float, e: float) -> str:
-    """A bar as tall as the bucket's uptime, coloured by its level."""
-    uptime, down = bucket.get("uptime"), bucket.get("downtime_s") or 0.0
-    x0, x1 = frame.x(s), frame.x(e)
-    gap = 1.0 if x1 - x0 > 3 else 0.0  # bars apart only where they are wide enough
+def _bars(
+    frame: Frame, buckets: Sequence[AvailabilityBucket], slots: Sequence[tuple[int, float, float]]
+) -> str:
+    """A bar per bucket, as tall as its uptime and coloured by its level."""
+    # What `tag` writes (class, box, fill, its opacity), spelt out: a chart has hundreds of
+    # bars, most of them of a few heights (100%), whose markup around x and width is kept.
+    t0, duration, left, size = frame.t0, frame.t1 - frame.t0, frame.left, frame.right - frame.left
+    kept: dict[float | None, tuple[str, str, str]] = {}
+    bars = []
+    for i, s, e in slots:
+        bucket = buckets[i]
+        uptime, down = bucket.get("uptime"), bucket.get("downtime_s") or 0.0
+        a, b = (s - t0) / duration, (e - t0) / duration  # `frame.x` inlined
+        x0 = left + (0.0 if a < 0.0 else 1.0 if a > 1.0 else a) * size
+        x1 = left + (0.0 if b < 0.0 else 1.0 if b > 1.0 else b) * size
+        gap = 1.0 if x1 - x0 > 3 else 0.0  # bars apart only where they are wide enough
+        head, middle, tail = kept.get(uptime) or kept.setdefault(uptime, _bar_parts(frame, uptime))
+        title = _bar_title(s, e, frame.short, uptime, down)
+        bars.append(
+            f"{head}{x0 + gap / 2:.1f}{middle}{max(x1 - x0 - gap, 0.5):.1f}{tail}{title}</rect>"
+        )
+    return "".join(bars)
+
+
+def _bar_parts(frame: Frame, uptime: float | None) -> tuple[str, str, str]:
+    """A bar's markup before its x, between x and width, and after its width."""
     # A bucket down throughout keeps a sliver, so that its colour still shows.
     top = frame.top if uptime is None else min(frame.y(uptime), frame.bottom - 2)
-    # What `tag` writes (class, box, fill, its opacity), spelt out: there is one per bucket.
     level = _level(uptime)
     faded = ' fill-opacity="0.25"' if uptime is None else ""
     return (
-        f'<rect class="bar {level}" x="{x0 + gap / 2:.1f}" y="{number(top)}"'
-        f' width="{max(x1 - x0 - gap, 0.5):.1f}" height="{number(frame.bottom - top)}"'
-        f' fill="{LEVEL_FILL[level]}"{faded}>{_bar_title(s, e, frame.short, uptime, down)}</rect>'
+        f'<rect class="bar {level}" x="',
+        f'" y="{number(top)}" width="',
+        f'" height="{number(frame.bottom - top)}" fill="{LEVEL_FILL[level]}"{faded}>',
     )
 
 
@@ -214,7 +234,7 @@ def availability_charts(
     charts = []
     for size in sizes:
         frame = plot_frame(size.width, size.height, span, keys, 100.0)
-        bars = "".join(_bar(frame, ordered[i], s, e) for i, s, e in slots)
+        bars = _bars(frame, ordered, slots)
         bands = "".join(_incident_band(frame, incident, during) for incident, during in shown)
         body = [
             axes(frame, value_ticks(100.0), lambda value: f"{value:g}%"),
