@@ -2,7 +2,8 @@
 
 Charts are SVG drawn here on the server (`analytics.charts`); the pages need no script.
 Each chart is drawn twice, for wide screens and for phones (charts.css shows one): SVG text
-scales with its drawing, and only a drawing about as wide as the screen keeps it legible.
+scales with its drawing, and only a drawing about as wide as the screen keeps it legible. Both
+come from one call (`charts.*_charts` with both sizes), which buckets the data once.
 """
 
 import uuid
