@@ -235,7 +235,7 @@ def availability_charts(
     for size in sizes:
         frame = plot_frame(size.width, size.height, span, keys, 100.0)
         bars = _bars(frame, ordered, slots)
-        bands = "".join(_incident_band(frame, incident, during) for incident, during in shown)
+        bands = "".join(_incident_band(frame, incident, interval) for incident, interval in shown)
         body = [
             axes(frame, value_ticks(100.0), lambda value: f"{value:g}%"),
             tag("g", bars, cls="bars"),

@@ -43,7 +43,7 @@ DASHES = ("6 3", "2 2", "8 3 2 3", "1 3", "10 4", "4 2 1 2")
 
 
 @dataclass(frozen=True, slots=True)
-class Drawn:
+class Shared:
     """What a comparison chart's sizes share."""
 
     title: str
@@ -168,12 +168,12 @@ def comparison_charts(
     keys = [_series_key(i, label) for i, (label, _) in enumerate(columns)]
     if band:
         keys.append(Key(f"lowest{TO}highest average across {band}", "band", PALETTE[0], box=True))
-    drawn = Drawn(title, span, keys, since, id_prefix, bool(band))
-    return [_comparison(drawn, columns, size) for size in sizes]
+    shared = Shared(title, span, keys, since, id_prefix, bool(band))
+    return [_comparison(shared, columns, size) for size in sizes]
 
 
 def _comparison(
-    shared: Drawn, series: Sequence[tuple[str, list[Column]]], size: Size
+    shared: Shared, series: Sequence[tuple[str, list[Column]]], size: Size
 ) -> SafeString:
     """One size of the comparison chart."""
     drawn = [(label, fitted(columns, size.max_columns)) for label, columns in series]

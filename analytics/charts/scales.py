@@ -152,8 +152,7 @@ def merge(chunk: Sequence[Column]) -> Column:
         if c.p95 is not None and (p95 is None or c.p95 > p95):
             p95 = c.p95
         if c.avg is not None:
-            share = c.count - c.failures
-            share = share if share > 0 else 0
+            share = max(c.count - c.failures, 0)
             weighted += c.avg * share
             weight += share
             plain += c.avg
