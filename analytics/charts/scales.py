@@ -191,9 +191,8 @@ def bucketed(points: Sequence[SeriesPoint], t0: float, t1: float) -> list[Column
     for p, start in zip(ordered, stamps, strict=True):
         end = start + step
         if end > t0 and start < t1:
-            get = p.get
-            figures = (get("avg_ms"), get("min_ms"), get("max_ms"), get("p95_ms"))
-            columns.append(Column(start, end, *figures, get("count", 0), get("failures", 0)))
+            figures = (p.get("avg_ms"), p.get("min_ms"), p.get("max_ms"), p.get("p95_ms"))
+            columns.append(Column(start, end, *figures, p.get("count", 0), p.get("failures", 0)))
     return columns
 
 
