@@ -2,7 +2,8 @@
 
 Charts are SVG drawn here on the server (`analytics.charts`); the pages need no script.
 Each chart is drawn twice, for wide screens and for phones (charts.css shows one): SVG text
-scales with its drawing, and only a drawing about as wide as the screen keeps it legible.
+scales with its drawing, and only a drawing about as wide as the screen keeps it legible. Both
+come from one call (`charts.*_charts` with both sizes), which buckets the data once.
 """
 
 import uuid
@@ -18,7 +19,7 @@ from django.views.decorators.http import require_GET
 from accounts.access import member_required, page_user
 from accounts.models import Project, User
 from analytics import charts, dashboards, pings
-from analytics.dashboards import OverviewFilters
+from analytics.dashboards import EndpointDetail, OverviewFilters
 from analytics.reports import MAX_COMPARED
 from analytics.rows import SeriesPoint
 from analytics.windows import PERIODS
@@ -104,52 +105,11 @@ def endpoint_page(request: HttpRequest, endpoint_id: str) -> HttpResponse:
     period = _period(request)
     now = timezone.now()
     data = dashboards.endpoint_detail(endpoint, period, now)
-    shown, since = data["shown"], data["since"]
-
-    def response(width: int, height: int, columns: int) -> SafeString:
-        if data["locations"] is not None:
-            return _by_location_chart(
-                data["locations"]["series"],
-                shown,
-                since,
-                title=f"Response time of {endpoint.name} by location",
-                phone=width == PHONE_WIDTH,
-            )
-        return charts.response_time_chart(
-            data["series"],
-            start=shown.start,
-            end=shown.end,
-            since=since,
-            title=f"Response time of {endpoint.name}",
-            width=width,
-            height=height,
-            max_columns=columns,
-            degraded=data["degraded"],
-        )
-
-    def availability(width: int, height: int) -> SafeString:
-        found = data["availability"]
-        return charts.availability_chart(
-            found["buckets"],
-            found["incidents"],
-            maintenance=found["maintenance"],
-            start=shown.start,
-            end=shown.end,
-            since=since,
-            title=f"Availability of {endpoint.name}",
-            width=width,
-            height=height,
-            degraded=data["degraded"],
-        )
-
     context: dict[str, Any] = {
         "endpoint": endpoint,
         "period": period,
         "periods": PERIOD_CHOICES,
-        "response_chart": response(960, 280, 320),
-        "response_chart_phone": response(PHONE_WIDTH, 260, PHONE_COLUMNS),
-        "availability_chart": availability(960, 200),
-        "availability_chart_phone": availability(PHONE_WIDTH, 240),
+        **_endpoint_charts(endpoint, data),
         "refresh": 30,
         "certificate": certificate_standing(endpoint, now),
         "default_location": default_slug(),
@@ -162,29 +122,63 @@ def endpoint_page(request: HttpRequest, endpoint_id: str) -> HttpResponse:
     return render(request, "analytics/endpoint.html", context)
 
 
-def _by_location_chart(
+def _endpoint_charts(endpoint: Endpoint, data: EndpointDetail) -> dict[str, SafeString]:
+    """The endpoint page's response-time and availability charts, wide and for phones,
+    each pair drawn from data bucketed once."""
+    shown, since = data["shown"], data["since"]
+    if data["locations"] is not None:
+        title = f"Response time of {endpoint.name} by location"
+        response = _by_location_charts(data["locations"]["series"], shown, since, title=title)
+    else:
+        response = charts.response_time_charts(
+            data["series"],
+            [charts.Size(960, 280, 320), charts.Size(PHONE_WIDTH, 260, PHONE_COLUMNS)],
+            start=shown.start,
+            end=shown.end,
+            since=since,
+            title=f"Response time of {endpoint.name}",
+            degraded=data["degraded"],
+        )
+    found = data["availability"]
+    availability = charts.availability_charts(
+        found["buckets"],
+        found["incidents"],
+        [charts.Size(960, 200), charts.Size(PHONE_WIDTH, 240)],
+        maintenance=found["maintenance"],
+        start=shown.start,
+        end=shown.end,
+        since=since,
+        title=f"Availability of {endpoint.name}",
+        degraded=data["degraded"],
+    )
+    return {
+        "response_chart": response[0],
+        "response_chart_phone": response[1],
+        "availability_chart": availability[0],
+        "availability_chart_phone": availability[1],
+    }
+
+
+def _by_location_charts(
     series: list[tuple[str, list[SeriesPoint]]],
     shown: Window,
     since: datetime | None,
     *,
     title: str,
-    phone: bool,
-) -> SafeString:
-    """An endpoint's locations: an average line each over the band between them (the
-    first ten locations: a chart tells no more apart)."""
+) -> list[SafeString]:
+    """An endpoint's locations, wide and for phones: an average line each over the band
+    between them (the first ten locations: a chart tells no more apart)."""
     drawn = series[: charts.MAX_SERIES]
     # On a phone: one legend row per series (and the band's), under the same plot.
-    width, height = (PHONE_WIDTH, 240 + 16 * (len(drawn) + 1)) if phone else (960, 280)
-    return charts.comparison_chart(
+    phone = charts.Size(PHONE_WIDTH, 240 + 16 * (len(drawn) + 1), PHONE_COLUMNS)
+    return charts.comparison_charts(
         drawn,
+        [charts.Size(960, 280, 320), phone],
         start=shown.start,
         end=shown.end,
         since=since,
         title=title,
         band="locations",
-        width=width,
-        height=height,
-        max_columns=PHONE_COLUMNS if phone else 320,
     )
 
 
@@ -219,12 +213,13 @@ def _compare_locations(request: HttpRequest, user: User, period: str) -> HttpRes
     data = dashboards.location_comparison(endpoint, period, timezone.now())
     shown, since = data["shown"], data["since"]
     title = f"Response time of {endpoint.name} by location"
+    chart, chart_phone = _by_location_charts(data["series"], shown, since, title=title)
     context = {
         "period": period,
         "periods": PERIOD_CHOICES,
         "by_location": True,
-        "chart": _by_location_chart(data["series"], shown, since, title=title, phone=False),
-        "chart_phone": _by_location_chart(data["series"], shown, since, title=title, phone=True),
+        "chart": chart,
+        "chart_phone": chart_phone,
         **data,
     }
     return render(request, "analytics/compare_locations.html", context)
@@ -250,16 +245,14 @@ def compare_page(request: HttpRequest) -> HttpResponse:
     if data["rows"]:
         series = [(row["name"], row["points"]) for row in data["rows"]]
         shown, since = data["shown"], data["since"]
-        chart = charts.comparison_chart(series, start=shown.start, end=shown.end, since=since)
         # One legend row per series on a phone, under the same plot.
-        chart_phone = charts.comparison_chart(
+        phone = charts.Size(PHONE_WIDTH, 240 + 16 * len(series), PHONE_COLUMNS)
+        chart, chart_phone = charts.comparison_charts(
             series,
+            [charts.Size(960, 320, 320), phone],
             start=shown.start,
             end=shown.end,
             since=since,
-            width=PHONE_WIDTH,
-            height=240 + 16 * len(series),
-            max_columns=PHONE_COLUMNS,
         )
     context = {
         "period": period,

@@ -12,15 +12,20 @@ labels), `scales` (columns, frame, ticks), `svg` (elements and chart parts), the
 chart. Names without a leading underscore there are shared within the package, not public.
 """
 
-from analytics.charts.availability import availability_chart
-from analytics.charts.comparison import MAX_SERIES, comparison_chart
-from analytics.charts.response import response_time_chart
+from analytics.charts.availability import availability_chart, availability_charts
+from analytics.charts.comparison import MAX_SERIES, comparison_chart, comparison_charts
+from analytics.charts.response import response_time_chart, response_time_charts
+from analytics.charts.scales import Size
 from analytics.charts.sparklines import sparkline
 
 __all__ = [
     "MAX_SERIES",
+    "Size",
     "availability_chart",
+    "availability_charts",
     "comparison_chart",
+    "comparison_charts",
     "response_time_chart",
+    "response_time_charts",
     "sparkline",
 ]

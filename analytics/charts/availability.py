@@ -2,10 +2,19 @@
 
 from collections.abc import Sequence
 from datetime import datetime
+from functools import lru_cache
 
 from django.utils.safestring import SafeString
 
-from analytics.charts.scales import Frame, Key, Span, bucket_slots, time_range, value_ticks
+from analytics.charts.scales import (
+    Frame,
+    Key,
+    Size,
+    Span,
+    bucket_slots,
+    time_range,
+    value_ticks,
+)
 from analytics.charts.slow import slow_bands, slow_keys
 from analytics.charts.svg import (
     PALETTE,
@@ -15,11 +24,12 @@ from analytics.charts.svg import (
     corner_note,
     legend,
     no_data,
+    number,
     plot_frame,
     tag,
     title_tag,
 )
-from analytics.charts.words import TO, count, duration, percent, period, when
+from analytics.charts.words import MEMO, TO, count, duration, percent, period, when
 from analytics.rows import AvailabilityBucket, IncidentRow, MaintenanceRow
 from healthmon.intervals import Interval, Window
 
@@ -47,22 +57,49 @@ def _level(uptime: float | None) -> str:
     return "up" if uptime >= UP_AT else "degraded" if uptime >= DEGRADED_AT else "down"
 
 
-def _bar(frame: Frame, bucket: AvailabilityBucket, s: float, e: float) -> str:
-    """A bar as tall as the bucket's uptime, coloured by its level."""
-    uptime, down = bucket.get("uptime"), bucket.get("downtime_s") or 0.0
-    x0, x1 = frame.x(s), frame.x(e)
-    gap = 1.0 if x1 - x0 > 3 else 0.0  # bars apart only where they are wide enough
+def _bars(
+    frame: Frame, buckets: Sequence[AvailabilityBucket], slots: Sequence[tuple[int, float, float]]
+) -> str:
+    """A bar per bucket, as tall as its uptime and coloured by its level."""
+    # What `tag` writes (class, box, fill, its opacity), spelt out: a chart has hundreds of
+    # bars, most of them of a few heights (100%), whose markup around x and width is kept.
+    t0, duration, left, size = frame.t0, frame.t1 - frame.t0, frame.left, frame.right - frame.left
+    kept: dict[float | None, tuple[str, str, str]] = {}
+    bars = []
+    for i, s, e in slots:
+        bucket = buckets[i]
+        uptime, down = bucket.get("uptime"), bucket.get("downtime_s") or 0.0
+        a, b = (s - t0) / duration, (e - t0) / duration  # `frame.x` inlined
+        x0 = left + (0.0 if a < 0.0 else 1.0 if a > 1.0 else a) * size
+        x1 = left + (0.0 if b < 0.0 else 1.0 if b > 1.0 else b) * size
+        gap = 1.0 if x1 - x0 > 3 else 0.0  # bars apart only where they are wide enough
+        head, middle, tail = kept.get(uptime) or kept.setdefault(uptime, _bar_parts(frame, uptime))
+        title = _bar_title(s, e, frame.short, uptime, down)
+        bars.append(
+            f"{head}{x0 + gap / 2:.1f}{middle}{max(x1 - x0 - gap, 0.5):.1f}{tail}{title}</rect>"
+        )
+    return "".join(bars)
+
+
+def _bar_parts(frame: Frame, uptime: float | None) -> tuple[str, str, str]:
+    """A bar's markup before its x, between x and width, and after its width."""
     # A bucket down throughout keeps a sliver, so that its colour still shows.
     top = frame.top if uptime is None else min(frame.y(uptime), frame.bottom - 2)
+    level = _level(uptime)
+    faded = ' fill-opacity="0.25"' if uptime is None else ""
+    return (
+        f'<rect class="bar {level}" x="',
+        f'" y="{number(top)}" width="',
+        f'" height="{number(frame.bottom - top)}" fill="{LEVEL_FILL[level]}"{faded}>',
+    )
+
+
+@lru_cache(maxsize=MEMO)
+def _bar_title(s: float, e: float, short: bool, uptime: float | None, down: float) -> str:
+    """A bar's hover detail; the same at every width, and from render to render."""
     detail = "no data" if uptime is None else f"uptime {percent(uptime)}"
     detail += f", down {duration(down)}" if down else ""
-    paint = {
-        "fill": LEVEL_FILL[_level(uptime)],
-        **({"fill_opacity": "0.25"} if uptime is None else {}),
-    }
-    box = box_attrs(x0 + gap / 2, top, x1 - x0 - gap, frame.bottom - top)
-    title = title_tag(f"{period(s, e, frame.short)} — {detail}")
-    return tag("rect", title, cls=f"bar {_level(uptime)}", **box, **paint)
+    return title_tag(f"{period(s, e, short)} — {detail}")
 
 
 def _incident_detail(incident: IncidentRow) -> str:
@@ -153,27 +190,62 @@ def availability_chart(
     Levels (classes): `up` at or above 99.9%, `degraded` at or above 95%, `down` below,
     `nodata` where nothing was watched.
     """
+    return availability_charts(
+        buckets,
+        incidents,
+        [Size(width, height)],
+        maintenance=maintenance,
+        start=start,
+        end=end,
+        title=title,
+        id_prefix=id_prefix,
+        since=since,
+        degraded=degraded,
+    )[0]
+
+
+def availability_charts(
+    buckets: Sequence[AvailabilityBucket],
+    incidents: Sequence[IncidentRow],
+    sizes: Sequence[Size],
+    *,
+    maintenance: Sequence[MaintenanceRow] = (),
+    start: datetime,
+    end: datetime,
+    title: str = "Availability",
+    id_prefix: str | None = None,
+    since: datetime | None = None,
+    degraded: Sequence[Interval] = (),
+) -> list[SafeString]:
+    """`availability_chart` at each size (a page's wide and phone drawings; every size
+    draws every bucket), what is drawn chosen and described once for all of them."""
+    if id_prefix is not None and len(sizes) > 1:
+        raise ValueError("one id_prefix cannot name several charts")
     span, window = time_range(start, end), Window(start, end)
     keys = slow_keys(AVAILABILITY_KEYS, degraded)
-    frame = plot_frame(width, height, span, keys, 100.0)
     ordered = sorted(buckets, key=lambda bucket: bucket["t"])
     slots = bucket_slots([bucket["t"] for bucket in ordered], *span)
     inside = [ordered[i] for i, _, _ in slots]
     during = [(i, _incident_interval(i, end)) for i in incidents]
     shown = [(i, interval) for i, interval in during if window.overlaps(interval)]
-    bars = "".join(_bar(frame, ordered[i], s, e) for i, s, e in slots)
-    bands = "".join(_incident_band(frame, incident, interval) for incident, interval in shown)
     held = [m for m in maintenance if window.overlaps((m["starts_at"], m["ends_at"]))]
-    body = [
-        axes(frame, value_ticks(100.0), lambda value: f"{value:g}%"),
-        tag("g", bars, cls="bars"),
-        slow_bands(frame, degraded),
-        tag("g", "".join(_maintenance_band(frame, m) for m in held), cls="maintenance"),
-        tag("g", bands, cls="incidents"),
-        legend(frame, keys),
-    ]
-    if all(bucket.get("uptime") is None for bucket in inside):
-        body.append(no_data(frame))
+    empty = all(bucket.get("uptime") is None for bucket in inside)
     desc = _availability_desc(title, span, inside, [incident for incident, _ in shown])
-    note = corner_note(since, frame.short)
-    return chart_svg("chart-availability", frame, id_prefix, title, desc, body, note)
+    charts = []
+    for size in sizes:
+        frame = plot_frame(size.width, size.height, span, keys, 100.0)
+        bars = _bars(frame, ordered, slots)
+        bands = "".join(_incident_band(frame, incident, interval) for incident, interval in shown)
+        body = [
+            axes(frame, value_ticks(100.0), lambda value: f"{value:g}%"),
+            tag("g", bars, cls="bars"),
+            slow_bands(frame, degraded),
+            tag("g", "".join(_maintenance_band(frame, m) for m in held), cls="maintenance"),
+            tag("g", bands, cls="incidents"),
+            legend(frame, keys),
+        ]
+        if empty:
+            body.append(no_data(frame))
+        note = corner_note(since, frame.short)
+        charts.append(chart_svg("chart-availability", frame, id_prefix, title, desc, body, note))
+    return charts

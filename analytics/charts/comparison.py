@@ -3,6 +3,7 @@ the band between their lowest and highest average in each column (an endpoint's
 locations)."""
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 
 from django.utils.safestring import SafeString
@@ -11,8 +12,10 @@ from analytics.charts.scales import (
     Column,
     Frame,
     Key,
+    Size,
     Span,
-    columns_of,
+    bucketed,
+    fitted,
     merge,
     time_range,
     value_ticks,
@@ -37,6 +40,18 @@ from analytics.rows import SeriesPoint
 MAX_SERIES = 10
 # From the fifth series on lines are dashed too: neighbouring hues get close, then repeat.
 DASHES = ("6 3", "2 2", "8 3 2 3", "1 3", "10 4", "4 2 1 2")
+
+
+@dataclass(frozen=True, slots=True)
+class Shared:
+    """What a comparison chart's sizes share."""
+
+    title: str
+    span: Span
+    keys: list[Key]
+    since: datetime | None
+    id_prefix: str | None
+    band: bool
 
 
 def _series_key(index: int, label: str) -> Key:
@@ -77,7 +92,10 @@ def _compare_hits(frame: Frame, drawn: Sequence[tuple[str, list[Column]]]) -> st
         short = shorten(label)  # once per series, not per column
         for c in series:
             figure = ms(c.avg) if c.avg is not None else "no data"
-            columns.setdefault(c.t0, (c.t1, []))[1].append(f"{short}: {figure}")
+            column = columns.get(c.t0)
+            if column is None:
+                column = columns[c.t0] = (c.t1, [])
+            column[1].append(f"{short}: {figure}")
     ordered = sorted(columns.items())
     spans = [(frame.x(t0), frame.x(t1)) for t0, (t1, _) in ordered]
     details = [
@@ -115,21 +133,62 @@ def comparison_chart(
 ) -> SafeString:
     """Overlay the average response time of up to ten `(label, points)` series; with `band`
     (what the series are, e.g. "locations"), over the band between their averages."""
+    size = Size(width, height, max_columns)
+    return comparison_charts(
+        series,
+        [size],
+        start=start,
+        end=end,
+        title=title,
+        since=since,
+        band=band,
+        id_prefix=id_prefix,
+    )[0]
+
+
+def comparison_charts(
+    series: Sequence[tuple[str, Sequence[SeriesPoint]]],
+    sizes: Sequence[Size],
+    *,
+    start: datetime,
+    end: datetime,
+    title: str = "Response time comparison",
+    since: datetime | None = None,
+    band: str | None = None,
+    id_prefix: str | None = None,
+) -> list[SafeString]:
+    """`comparison_chart` at each size (a page's wide and phone drawings), the series
+    bucketed once for all of them."""
     if len(series) > MAX_SERIES:
         raise ValueError(f"at most {MAX_SERIES} series can be compared")
+    if id_prefix is not None and len(sizes) > 1:
+        raise ValueError("one id_prefix cannot name several charts")
     span = time_range(start, end)
-    drawn = [(label, columns_of(points, *span, max_columns)) for label, points in series]
-    keys = [_series_key(i, label) for i, (label, _) in enumerate(drawn)]
+    columns = [(label, bucketed(points, *span)) for label, points in series]
+    keys = [_series_key(i, label) for i, (label, _) in enumerate(columns)]
     if band:
         keys.append(Key(f"lowest{TO}highest average across {band}", "band", PALETTE[0], box=True))
+    shared = Shared(title, span, keys, since, id_prefix, bool(band))
+    return [_comparison(shared, columns, size) for size in sizes]
+
+
+def _comparison(
+    shared: Shared, series: Sequence[tuple[str, list[Column]]], size: Size
+) -> SafeString:
+    """One size of the comparison chart."""
+    drawn = [(label, fitted(columns, size.max_columns)) for label, columns in series]
     top = max((c.avg for _, cols in drawn for c in cols if c.avg is not None), default=None)
     ticks = value_ticks(top) if top is not None else []
-    frame = plot_frame(width, height, span, keys, ticks[-1] if ticks else 1.0)
-    lines = [_compare_line(frame, key, cols) for key, (_, cols) in zip(keys, drawn, strict=False)]
-    if band and top is not None:
+    frame = plot_frame(
+        size.width, size.height, shared.span, shared.keys, ticks[-1] if ticks else 1.0
+    )
+    lines = [
+        _compare_line(frame, key, cols) for key, (_, cols) in zip(shared.keys, drawn, strict=False)
+    ]
+    if shared.band and top is not None:
         lines.insert(0, _spread_band(frame, drawn))
     body = [axes(frame, ticks), "".join(lines) if top is not None else no_data(frame)]
-    body += [_compare_hits(frame, drawn), legend(frame, keys)]
-    desc = _comparison_desc(title, span, drawn)
-    note = corner_note(since, frame.short)
-    return chart_svg("chart-comparison", frame, id_prefix, title, desc, body, note)
+    body += [_compare_hits(frame, drawn), legend(frame, shared.keys)]
+    desc = _comparison_desc(shared.title, shared.span, drawn)
+    note = corner_note(shared.since, frame.short)
+    return chart_svg("chart-comparison", frame, shared.id_prefix, shared.title, desc, body, note)

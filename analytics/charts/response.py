@@ -9,8 +9,10 @@ from analytics.charts.scales import (
     Column,
     Frame,
     Key,
+    Size,
     Span,
-    columns_of,
+    bucketed,
+    fitted,
     merge,
     time_range,
     value_ticks,
@@ -19,12 +21,14 @@ from analytics.charts.slow import slow_bands, slow_keys
 from analytics.charts.svg import (
     PALETTE,
     axes,
-    band_path,
+    band_data,
+    centres,
     chart_svg,
+    coordinates,
     corner_note,
     hits,
     legend,
-    line_path,
+    line_data,
     no_data,
     plot_frame,
     stroke_attrs,
@@ -75,18 +79,19 @@ def _response_desc(title: str, span: Span, columns: Sequence[Column]) -> str:
 def _response_lines(frame: Frame, columns: Sequence[Column]) -> str:
     """The min-max band, then the min, max, average and dashed p95 lines over it."""
     spans = frame.spans(columns)
+    xs = centres(spans)  # written once for the band and the four lines
     values = {
-        "min": frame.ys([c.low for c in columns]),
-        "max": frame.ys([c.high for c in columns]),
-        "avg": frame.ys([c.avg for c in columns]),
-        "p95": frame.ys([c.p95 for c in columns]),
+        "min": coordinates(frame.ys([c.low for c in columns])),
+        "max": coordinates(frame.ys([c.high for c in columns])),
+        "avg": coordinates(frame.ys([c.avg for c in columns])),
+        "p95": coordinates(frame.ys([c.p95 for c in columns])),
     }
-    band = band_path(spans, values["min"], values["max"])
+    band = band_data(spans, xs, values["min"], values["max"])
     paths = [
         tag("path", cls="band", data_series="band", d=band, fill=PALETTE[0], fill_opacity="0.15")
     ]
     for name, colour, width, dash in RESPONSE_LINES:
-        d = line_path(spans, values[name])
+        d = line_data(spans, xs, values[name])
         stroke = stroke_attrs(colour, width, dash)
         paths.append(tag("path", cls=f"line {name}", data_series=name, d=d, **stroke))
     return "".join(paths)
@@ -111,16 +116,48 @@ def response_time_chart(
     Over `max_columns` points are merged into that many columns first, so a day of 30 s
     buckets draws as fast as a few hundred; missing figures leave gaps, never zeros.
     """
+    size = Size(width, height, max_columns)
+    return response_time_charts(
+        points,
+        [size],
+        start=start,
+        end=end,
+        title=title,
+        since=since,
+        degraded=degraded,
+        id_prefix=id_prefix,
+    )[0]
+
+
+def response_time_charts(
+    points: Sequence[SeriesPoint],
+    sizes: Sequence[Size],
+    *,
+    start: datetime,
+    end: datetime,
+    title: str = "Response time",
+    since: datetime | None = None,
+    degraded: Sequence[Interval] = (),
+    id_prefix: str | None = None,
+) -> list[SafeString]:
+    """`response_time_chart` at each size (a page's wide and phone drawings), the points
+    bucketed once for all of them."""
+    if id_prefix is not None and len(sizes) > 1:
+        raise ValueError("one id_prefix cannot name several charts")
     span = time_range(start, end)
-    columns = columns_of(points, *span, max_columns)
-    top = max((v for c in columns for v in (c.high, c.p95, c.avg) if v is not None), default=None)
-    ticks = value_ticks(top) if top is not None else []
+    columns = bucketed(points, *span)
     keys = slow_keys(RESPONSE_KEYS, degraded)
-    frame = plot_frame(width, height, span, keys, ticks[-1] if ticks else 1.0)
-    lines = _response_lines(frame, columns) if top is not None else no_data(frame)
-    details = [_column_detail(c, frame.short) for c in columns]
-    body = [axes(frame, ticks), slow_bands(frame, degraded), lines]
-    body += [hits(frame, frame.spans(columns), details), legend(frame, keys)]
-    desc = _response_desc(title, span, columns)
-    note = corner_note(since, frame.short)
-    return chart_svg("chart-response", frame, id_prefix, title, desc, body, note)
+    charts = []
+    for size in sizes:
+        fit = fitted(columns, size.max_columns)
+        top = max((v for c in fit for v in (c.high, c.p95, c.avg) if v is not None), default=None)
+        ticks = value_ticks(top) if top is not None else []
+        frame = plot_frame(size.width, size.height, span, keys, ticks[-1] if ticks else 1.0)
+        lines = _response_lines(frame, fit) if top is not None else no_data(frame)
+        details = [_column_detail(c, frame.short) for c in fit]
+        body = [axes(frame, ticks), slow_bands(frame, degraded), lines]
+        body += [hits(frame, frame.spans(fit), details), legend(frame, keys)]
+        desc = _response_desc(title, span, fit)
+        note = corner_note(since, frame.short)
+        charts.append(chart_svg("chart-response", frame, id_prefix, title, desc, body, note))
+    return charts

@@ -54,21 +54,43 @@ class Frame:
 
     def x(self, stamp: float) -> float:
         """The x of a moment, clamped to the plot."""
-        share = min(max((stamp - self.t0) / (self.t1 - self.t0), 0.0), 1.0)
+        share = _share((stamp - self.t0) / (self.t1 - self.t0))
         return self.left + share * (self.right - self.left)
 
     def y(self, value: float) -> float:
         """The y of a value, clamped to the plot."""
-        share = min(max((value - self.y_min) / (self.y_max - self.y_min), 0.0), 1.0)
+        share = _share((value - self.y_min) / (self.y_max - self.y_min))
         return self.bottom - share * (self.bottom - self.top)
 
     def spans(self, columns: Sequence[Column]) -> list[Span]:
         """The x extent of each column."""
-        return [(self.x(c.t0), self.x(c.t1)) for c in columns]
+        # `x` and `_share` inlined (the same arithmetic): a chart maps hundreds of columns.
+        t0, duration, left, size = self.t0, self.t1 - self.t0, self.left, self.right - self.left
+        spans = []
+        for c in columns:
+            s, e = (c.t0 - t0) / duration, (c.t1 - t0) / duration
+            s = 0.0 if s < 0.0 else 1.0 if s > 1.0 else s
+            e = 0.0 if e < 0.0 else 1.0 if e > 1.0 else e
+            spans.append((left + s * size, left + e * size))
+        return spans
 
     def ys(self, values: Sequence[float | None]) -> list[float | None]:
         """The y of each value, None kept so that it leaves a gap."""
-        return [None if value is None else self.y(value) for value in values]
+        low, extent = self.y_min, self.y_max - self.y_min
+        bottom, size = self.bottom, self.bottom - self.top
+        ys: list[float | None] = []
+        for value in values:
+            if value is None:
+                ys.append(None)
+                continue
+            share = (value - low) / extent  # `y` and `_share` inlined, the same arithmetic
+            ys.append(bottom - (0.0 if share < 0.0 else 1.0 if share > 1.0 else share) * size)
+        return ys
+
+
+def _share(share: float) -> float:
+    """A share clamped to [0, 1]."""
+    return 0.0 if share < 0.0 else 1.0 if share > 1.0 else share
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,9 +126,14 @@ def bucket_slots(times: Sequence[datetime], t0: float, t1: float) -> list[tuple[
     """(index, start, end) of the buckets overlapping [t0, t1); a bucket lasts the smallest
     gap between starts (or the range split evenly)."""
     stamps = [moment.timestamp() for moment in times]
-    gaps = [b - a for a, b in itertools.pairwise(stamps) if b > a]
-    step = min(gaps) if gaps else (t1 - t0) / max(len(stamps), 1)
+    step = _step(stamps, t0, t1)
     return [(i, s, s + step) for i, s in enumerate(stamps) if s + step > t0 and s < t1]
+
+
+def _step(stamps: Sequence[float], t0: float, t1: float) -> float:
+    """How long a bucket lasts: the smallest gap between starts (or the range split evenly)."""
+    gaps = [b - a for a, b in itertools.pairwise(stamps) if b > a]
+    return min(gaps) if gaps else (t1 - t0) / max(len(stamps), 1)
 
 
 def merge(chunk: Sequence[Column]) -> Column:
@@ -137,18 +164,42 @@ def merge(chunk: Sequence[Column]) -> Column:
 _time_of = operator.itemgetter("t")
 
 
+@dataclass(frozen=True, slots=True)
+class Size:
+    """A drawing's width and height in viewBox units, and the most columns it draws: a page
+    draws a chart once per size (wide screens, phones) from the same bucketed data."""
+
+    width: int
+    height: int
+    max_columns: int = 320
+
+
 def columns_of(
     points: Sequence[SeriesPoint], t0: float, t1: float, max_columns: int
 ) -> list[Column]:
     """The points inside [t0, t1), merged in equal runs when there are over `max_columns`."""
+    return fitted(bucketed(points, t0, t1), max_columns)
+
+
+def bucketed(points: Sequence[SeriesPoint], t0: float, t1: float) -> list[Column]:
+    """A column per point inside [t0, t1), in time order."""
+    ordered = sorted(points, key=_time_of)
+    stamps = [p["t"].timestamp() for p in ordered]
+    step = _step(stamps, t0, t1)
+    # `bucket_slots` inlined: a page buckets a few thousand points.
+    columns = []
+    for p, start in zip(ordered, stamps, strict=True):
+        end = start + step
+        if end > t0 and start < t1:
+            figures = (p.get("avg_ms"), p.get("min_ms"), p.get("max_ms"), p.get("p95_ms"))
+            columns.append(Column(start, end, *figures, p.get("count", 0), p.get("failures", 0)))
+    return columns
+
+
+def fitted(columns: list[Column], max_columns: int) -> list[Column]:
+    """The columns, merged in equal runs when there are over `max_columns`."""
     if max_columns < 1:
         raise ValueError("max_columns must be at least 1")
-    ordered = sorted(points, key=_time_of)
-    columns = []
-    for i, start, end in bucket_slots([p["t"] for p in ordered], t0, t1):
-        p = ordered[i]
-        figures = (p.get("avg_ms"), p.get("min_ms"), p.get("max_ms"), p.get("p95_ms"))
-        columns.append(Column(start, end, *figures, p.get("count", 0), p.get("failures", 0)))
     if len(columns) <= max_columns:
         return columns
     size = _chunk(math.ceil(len(columns) / max_columns), columns[0].t1 - columns[0].t0)

@@ -76,6 +76,11 @@ def tag(name: str, inner: str = "", /, **attrs: object) -> str:
     return "".join(parts)
 
 
+def number(value: float) -> str:
+    """A number as `tag` writes it: a float rounded to 0.1, anything else as it is."""
+    return f"{value:.1f}" if isinstance(value, float) else html.escape(str(value))
+
+
 def stroke_attrs(colour: str, width: float, dash: str | None = None) -> dict[str, object]:
     """Presentation attributes of a line, the fallback for its class's CSS."""
     dashes = {"stroke_dasharray": dash} if dash else {}
@@ -222,35 +227,76 @@ def _runs(present: Sequence[bool]) -> list[range]:
     return runs
 
 
+def centres(spans: Sequence[Span]) -> list[str]:
+    """Each column's centre as path data writes it: a chart's lines share them."""
+    return [f"{(x0 + x1) / 2:.1f}" for x0, x1 in spans]
+
+
+def coordinates(values: Sequence[float | None]) -> list[str | None]:
+    """Each value as path data writes it (to 0.1), None kept: a line and a band share them."""
+    return [None if value is None else f"{value:.1f}" for value in values]
+
+
 def line_path(spans: Sequence[Span], ys: Sequence[float | None]) -> str:
     """Path data through each column's centre, one subpath per run of values."""
-    parts = []
-    for run in _runs([y is not None for y in ys]):
-        coords = [((spans[i][0] + spans[i][1]) / 2, ys[i]) for i in run]
-        if len(run) == 1:  # a lone point would draw nothing: span its column instead
-            coords = [(spans[run[0]][0], ys[run[0]]), (spans[run[0]][1], ys[run[0]])]
-        parts.append("M" + "L".join(f"{x:.1f},{y:.1f}" for x, y in coords))
+    return line_data(spans, centres(spans), coordinates(ys))
+
+
+def line_data(spans: Sequence[Span], xs: Sequence[str], ys: Sequence[str | None]) -> str:
+    """`line_path` of centres and values already written (`centres`, `coordinates`)."""
+    parts, run = [], []
+    for i, y in enumerate(ys):
+        if y is not None:
+            run.append(i)
+        elif run:
+            parts.append(_subpath(spans, xs, ys, run))
+            run = []
+    if run:
+        parts.append(_subpath(spans, xs, ys, run))
     return "".join(parts)
+
+
+def _subpath(
+    spans: Sequence[Span], xs: Sequence[str], ys: Sequence[str | None], run: list[int]
+) -> str:
+    """A run's subpath; a lone point would draw nothing: it spans its column instead."""
+    if len(run) == 1:
+        (x0, x1), y = spans[run[0]], ys[run[0]]
+        return f"M{x0:.1f},{y}L{x1:.1f},{y}"
+    return "M" + "L".join([f"{xs[i]},{ys[i]}" for i in run])
 
 
 def band_path(spans: Sequence[Span], lows: list[float | None], highs: list[float | None]) -> str:
     """Path data of the min-max band: a closed shape per run where both are known."""
+    return band_data(spans, centres(spans), coordinates(lows), coordinates(highs))
+
+
+def band_data(
+    spans: Sequence[Span],
+    xs: Sequence[str],
+    lows: Sequence[str | None],
+    highs: Sequence[str | None],
+) -> str:
+    """`band_path` of centres and values already written (`centres`, `coordinates`)."""
     parts = []
     for run in _runs(
         [lo is not None and hi is not None for lo, hi in zip(lows, highs, strict=True)]
     ):
-        upper = line_path([spans[i] for i in run], [highs[i] for i in run])
+        upper = line_data([spans[i] for i in run], [xs[i] for i in run], [highs[i] for i in run])
         # Back along the lows, each span turned round so that a lone column closes as a box.
         back = [(spans[i][1], spans[i][0]) for i in reversed(run)]
-        parts.append(upper + "L" + line_path(back, [lows[i] for i in reversed(run)])[1:] + "Z")
+        lower = line_data(back, [xs[i] for i in reversed(run)], [lows[i] for i in reversed(run)])
+        parts.append(upper + "L" + lower[1:] + "Z")
     return "".join(parts)
 
 
 def hits(frame: Frame, spans: Sequence[Span], details: Sequence[str]) -> str:
     """An invisible rect per column, its `<title>` the column's hover detail."""
-    height = frame.bottom - frame.top
+    # What `tag` writes (class, x, y, width, height), spelt out: there is one per column.
+    top, height = number(frame.top), f"{frame.bottom - frame.top:.1f}"
     rects = [
-        tag("rect", title_tag(detail), cls="hit", **box_attrs(x0, frame.top, x1 - x0, height))
+        f'<rect class="hit" x="{x0:.1f}" y="{top}" width="{max(x1 - x0, 0.5):.1f}"'
+        f' height="{height}"><title>{escape(detail)}</title></rect>'
         for (x0, x1), detail in zip(spans, details, strict=True)
     ]
     # Transparent, not "none": an unpainted fill would not catch the pointer.

@@ -13,9 +13,13 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from analytics.charts import (
+    Size,
     availability_chart,
+    availability_charts,
     comparison_chart,
+    comparison_charts,
     response_time_chart,
+    response_time_charts,
     sparkline,
 )
 
@@ -513,3 +517,60 @@ def test_a_given_id_prefix_is_used_and_checked():
     assert root.get("aria-labelledby") == "latency-api-title latency-api-desc"
     with pytest.raises(ValueError, match="id_prefix"):
         response_time_chart([], start=DAY_START, end=END, id_prefix='x" onload="alert(1)')
+
+
+def unnamed(markup):
+    """A chart's markup without its random id prefix."""
+    return re.sub(r"chart-[0-9a-f]{12}", "chart-ID", str(markup))
+
+
+SIZES = [Size(960, 280, 320), Size(320, 260, 120), Size(500, 200, 7)]
+
+
+def test_a_chart_drawn_at_several_sizes_is_each_size_drawn_alone():
+    """The wide and phone drawings share their bucketed data, not their markup."""
+    points = day_of_points(step=300)
+    points[100:103] = [empty(p["t"]) for p in points[100:103]]  # a gap
+    degraded = [(DAY_START + timedelta(hours=2), DAY_START + timedelta(hours=3))]
+    buckets = [
+        bucket(DAY_START + timedelta(hours=h), 100.0 - h % 7, 60.0 * (h % 3)) for h in range(24)
+    ]
+    incidents = [incident("i1", DAY_START + timedelta(hours=5), None)]
+    series = [("api", points), ("web <b>", day_of_points(step=300, avg=80.0))]
+    common = {"start": DAY_START, "end": END, "since": DAY_START + timedelta(minutes=5)}
+
+    drawn = {
+        "response": response_time_charts(points, SIZES, degraded=degraded, **common),
+        "availability": availability_charts(buckets, incidents, SIZES, **common),
+        "comparison": comparison_charts(series, SIZES, band="locations", **common),
+    }
+    alone = {
+        "response": [
+            response_time_chart(points, **size_of(size), degraded=degraded, **common)
+            for size in SIZES
+        ],
+        "availability": [
+            availability_chart(buckets, incidents, width=size.width, height=size.height, **common)
+            for size in SIZES
+        ],
+        "comparison": [
+            comparison_chart(series, **size_of(size), band="locations", **common) for size in SIZES
+        ],
+    }
+
+    assert {kind: [unnamed(m) for m in charts] for kind, charts in drawn.items()} == {
+        kind: [unnamed(m) for m in charts] for kind, charts in alone.items()
+    }
+    assert len({len(m) for m in drawn["response"]}) == len(SIZES)  # sizes differ
+
+
+def size_of(size):
+    return {"width": size.width, "height": size.height, "max_columns": size.max_columns}
+
+
+def test_several_sizes_take_no_shared_id_prefix():
+    with pytest.raises(ValueError, match="id_prefix"):
+        response_time_charts([], SIZES, start=DAY_START, end=END, id_prefix="latency")
+    (one,) = availability_charts([], [], SIZES[:1], start=DAY_START, end=END, id_prefix="up")
+
+    assert parse(one).get("id") == "up"
