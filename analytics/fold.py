@@ -20,8 +20,8 @@ transaction has the database to itself.
 
 Reads never ask for the watermark first: each scan of hourly or daily rows has a twin over
 the five-minute rows of its range from the watermark, which the statement reads in the
-snapshot of its rows. A twin whose range ends at or before the watermark costs no index
-read: PostgreSQL sees its bounds contradict each other when the scan starts.
+snapshot of its rows. A twin whose range ends at or before the watermark is gated off by a
+condition on the watermark alone (a one-time filter): not even an index descent per endpoint.
 
 No row means no fold has run: every tier is written per batch, and no read has a tail.
 The first fold sets the watermark five minutes past the next bucket, so batches in flight

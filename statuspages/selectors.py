@@ -305,7 +305,7 @@ def _rollup_days(
     using = read_connection(DayRollup)
     if using.vendor == "postgresql":
         with read_cursor(using) as cursor:
-            cursor.execute(_days_sql(), [first, ids, start, end, ids, start, end])
+            cursor.execute(_days_sql(), [first, ids, start, end, ids, start, end, end])
             for endpoint_id, offsets, counts, fails in cursor.fetchall():
                 sums = found[endpoint_id] = [(0, 0)] * len(days)
                 for offset, count, failures in zip(offsets, counts, fails, strict=True):
@@ -341,7 +341,8 @@ def _days_sql() -> str:
     )
     source = branch.format(quote(DayRollup._meta.db_table))
     source += " UNION ALL " + branch.format(quote(FiveMinuteRollup._meta.db_table))
-    source += f" AND bucket >= {watermark_sql(connection)}"
+    folded = watermark_sql(connection)
+    source += f" AND bucket >= {folded} AND {folded} < %b"
     return (
         "SELECT endpoint_id, array_agg(d), array_agg(c), array_agg(f) FROM ("  # noqa: S608
         "SELECT endpoint_id, (bucket AT TIME ZONE 'UTC')::date - %b::date AS d, "

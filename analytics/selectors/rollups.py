@@ -11,7 +11,7 @@ from uuid import UUID
 
 from django.db import connection
 from django.db.backends.base.base import BaseDatabaseWrapper
-from django.db.models import BigIntegerField, F, Func, Max, Min, Subquery, Sum
+from django.db.models import BigIntegerField, Exists, F, Func, Max, Min, Subquery, Sum
 
 from analytics import fold, histogram
 from analytics.latency import Latency
@@ -196,7 +196,8 @@ def _figures_sql(
     one (an organization's 30-day summary: 10,000 buffers for its daily rows, against 4,000).
 
     A scan of hourly or daily rows has a twin over the five-minute rows of its range from
-    the fold's watermark on, the rows not folded into them yet (`analytics.fold`).
+    the fold's watermark on, the rows not folded into them yet (`analytics.fold`), read
+    only when the range ends after the watermark.
     """
     ops = using.ops
     params: dict[str, Any] = {}
@@ -241,7 +242,11 @@ def _figures_sql(
         tier = parts[scan[0]].tier
         tables = [(tier._meta.db_table, "")]
         if tier is not TIERS[0]:
-            tables.append((TIERS[0]._meta.db_table, f" AND bucket >= {fold.watermark_sql(using)}"))
+            # Gated by a condition on the watermark alone (a one-time filter): a scan that
+            # ends before it has no twin to read, not even an index descent per endpoint.
+            folded = fold.watermark_sql(using)
+            tail = f" AND bucket >= {folded} AND {folded} < %(b{scan[-1]})s"
+            tables.append((TIERS[0]._meta.db_table, tail))
         for table, tail in tables:
             branches.append(
                 f"SELECT endpoint_id, {', '.join(sums)} "  # noqa: S608
@@ -344,12 +349,15 @@ def _tail(tier: type[Rollup], owners: Mapping[UUID, UUID], start: datetime, end:
     in the same statement as the coarser rows (None for the five-minute tier itself)."""
     if tier is TIERS[0]:
         return None
+    end = ceil(end, tier.width)
     folded = Subquery(RollupFold.objects.values("folded_to")[:1])
     return (
         TIERS[0]
         .objects.filter(endpoint_id__in=list(owners))
-        .between(start, ceil(end, tier.width))
+        .between(start, end)
         .filter(bucket__gte=folded)
+        # A one-time filter: nothing read when the range ends before the watermark.
+        .filter(Exists(RollupFold.objects.filter(folded_to__lt=end)))
     )
 
 
