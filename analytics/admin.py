@@ -6,7 +6,7 @@ from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from analytics.models import DayRollup, FiveMinuteRollup, HourRollup, Rollup
+from analytics.models import DayRollup, FiveMinuteRollup, HourRollup, Rollup, RollupFold
 
 
 class RollupAdmin(admin.ModelAdmin):
@@ -52,3 +52,23 @@ class RollupAdmin(admin.ModelAdmin):
 
 for tier in (FiveMinuteRollup, HourRollup, DayRollup):
     admin.site.register(tier, RollupAdmin)
+
+
+@admin.register(RollupFold)
+class RollupFoldAdmin(admin.ModelAdmin):
+    """How far the fold has made the hourly and daily rollups; only the fold moves it."""
+
+    list_display = ("folded_to",)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        """The fold's first run makes the row."""
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        """Moving the watermark by hand would count five-minute rows twice or never."""
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        """Without the row, ingest writes every tier again while the hourly and daily rows
+        still lack the five-minute rows past the watermark."""
+        return False

@@ -30,6 +30,7 @@ from alerts.models import (
     NotificationChannel,
 )
 from alerts.services import channel_create, escalation_policy_create, maintenance_window_save
+from analytics.services import rollups_fold
 from apikeys.models import ApiKey
 from apikeys.services import api_key_create
 from monitoring.acknowledgement import incident_acknowledge
@@ -238,6 +239,7 @@ def world(superuser, django_capture_on_commit_callbacks, outbox):
         for n, project in enumerate(Project.objects.filter(organization__name__startswith="Org ")):
             add_heartbeat(project, n)
     Heartbeat.beat("dispatcher", timezone.now())  # the dispatcher's, shared by every organization
+    rollups_fold()  # the fold's watermark, shared too
     # Probe locations are the service's, shared too: one with a worker, an outage, a round.
     now = timezone.now()
     place = Location.objects.create(slug="eu-west", name="Europe (west)", last_seen_at=now)
