@@ -17,7 +17,20 @@ class _Decoder(json.JSONDecoder):
 
 PLAIN = models.JSONField()
 WITH_DECODER = models.JSONField(decoder=_Decoder)
-VALUES = [None, '{"a": [1, 2.5, null, "x"]}', "[]", '"text"', "12", "not json", "\ufeff{}"]
+VALUES = [
+    None,
+    '{"a": [1, 2.5, null, "x"]}',
+    "[]",
+    '"text"',
+    "12",
+    "not json",
+    "\ufeff{}",
+    # Integers past 64 bits (a faster parser, orjson, read them as floats: not used),
+    # numbers past a double, escapes, duplicate keys.
+    '{"n": 123456789012345678901234567890, "m": -18446744073709551617}',
+    "[1e400, 0.1, 5e-324]",
+    '{"s": "\\u00e9\\ud83d\\ude00", "k": 1, "k": 2}',
+]
 
 
 @pytest.mark.parametrize("field", [PLAIN, WITH_DECODER], ids=["plain", "decoder"])
