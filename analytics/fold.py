@@ -54,10 +54,10 @@ def fold_lock() -> None:
             cursor.execute("SELECT pg_advisory_xact_lock(%s)", [LOCK_KEY])
 
 
-def folded_to(using: BaseDatabaseWrapper | None = None) -> datetime | None:
-    """The watermark as this database holds it now (None: no fold yet)."""
-    alias = (using or connection).alias
-    return RollupFold.objects.using(alias).values_list("folded_to", flat=True).first()
+def folded_to() -> datetime | None:
+    """The watermark as the primary holds it now (None: no fold yet): the writers that
+    decide by it (a batch, the fold, a rebuild, retention) never ask a replica."""
+    return RollupFold.objects.using(connection.alias).values_list("folded_to", flat=True).first()
 
 
 def watermark_sql(using: BaseDatabaseWrapper) -> str:
