@@ -120,12 +120,14 @@ def checks_store(*, outcomes: Sequence[CheckOutcome]) -> Stored:
     # A slot is taken per location: each location of a round stores its own result.
     slots = [o.scheduled_for for o in outcomes]
     taken = _taken(ids, min(slots), max(slots))
-    fresh = [
-        o
-        for o in outcomes
-        if o.endpoint_id in endpoints and (o.endpoint_id, o.scheduled_for, o.location) not in taken
-    ]
-    fresh = list({(o.endpoint_id, o.scheduled_for, o.location): o for o in fresh}.values())
+    # One outcome per free slot (a slot twice in the batch: its last outcome, in its first
+    # place), each slot's key made once.
+    by_slot: dict[tuple[UUID, datetime, str], CheckOutcome] = {}
+    for o in outcomes:
+        slot = (o.endpoint_id, o.scheduled_for, o.location)
+        if o.endpoint_id in endpoints and slot not in taken:
+            by_slot[slot] = o
+    fresh = list(by_slot.values())
     checks_insert(outcomes=fresh)
     # Counted once the pipeline's transaction commits: a batch rolled back stored nothing.
     kinds = [(endpoints[o.endpoint_id].type, o.result.ok, o.result.response_time_ms) for o in fresh]

@@ -2,6 +2,7 @@
 the endpoints' state in one UPDATE; the same rows as the ORM writes, once per slot, in a
 fixed number of statements whatever the batch size."""
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -124,6 +125,20 @@ def test_a_batch_delivered_twice_stores_counts_and_moves_nothing_the_second_time
     assert rollup_rows() == rollups
     assert list(Endpoint.objects.order_by("pk").values()) == state
     assert StatusChange.objects.count() == changes
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_slot_twice_in_one_batch_is_stored_once_by_its_last_outcome(fleet):
+    first, again = batch(fleet[:3], 0), batch(fleet[:3], 1)
+    again = [
+        replace(o, scheduled_for=f.scheduled_for, location=f.location)
+        for o, f in zip(again, first, strict=True)
+    ]
+
+    assert checks_record(outcomes=first + again) == 3
+
+    stored = sorted(CheckResult.objects.values_list("endpoint_id", "checked_at"))
+    assert stored == sorted((o.endpoint_id, o.checked_at) for o in again)
 
 
 @pytest.mark.django_db(transaction=True)
