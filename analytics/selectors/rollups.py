@@ -318,7 +318,14 @@ def series(
         # One row per endpoint and bucket already: nothing to add up in the database, and
         # the rows are read as tuples (an overview's sparklines read thousands of them).
         read_bucket, bucket_of = _bucket_reader(tier.width if tailed else None)
-        rows = _endpoint_rows(tier, owners, Window(start, window.end), histograms, read_bucket)
+        # Each endpoint's rows over the range, the tail's among them, in one statement (one
+        # snapshot): on PostgreSQL by a prepared statement, elsewhere by the ORM.
+        using, within = read_connection(tier), Window(start, window.end)
+        rows = (
+            _series_rows(tier, list(owners), start, window.end, histograms, using)
+            if using.vendor == "postgresql"
+            else _orm_rows(tier, owners, within, histograms, read_bucket)
+        )
         for endpoint_id, at, count, failures, timed, sum_ms, low, high, *hist in rows:
             if not tailed:
                 points[endpoint_id][bucket_of(at)] = Latency(
@@ -341,22 +348,6 @@ def series(
     return points
 
 
-def _endpoint_rows(
-    tier: type[Rollup],
-    owners: Mapping[UUID, UUID],
-    within: Window,
-    histograms: bool,
-    read_bucket: Func | F,
-) -> Iterable[Sequence[Any]]:
-    """`series`' rows of each endpoint over `within` (bucket-aligned): (endpoint, bucket as
-    `read_bucket` reads it, sums, histogram), the tail's rows among them, in one statement
-    (one snapshot). On PostgreSQL by `_series_rows`, elsewhere by the ORM."""
-    using = read_connection(tier)
-    if using.vendor == "postgresql":
-        return _series_rows(tier, list(owners), within.start, within.end, histograms, using)
-    return _orm_rows(tier, owners, within, histograms, read_bucket)
-
-
 def _orm_rows(
     tier: type[Rollup],
     owners: Mapping[UUID, UUID],
@@ -364,7 +355,9 @@ def _orm_rows(
     histograms: bool,
     read_bucket: Func | F,
 ) -> Iterable[Sequence[Any]]:
-    """`_endpoint_rows` by the ORM: on SQLite, and what `_series_rows` must equal."""
+    """`series`' rows of each endpoint over `within` (bucket-aligned) by the ORM: (endpoint,
+    bucket as `read_bucket` reads it, sums, histogram), the tail's rows among them, in one
+    statement. On SQLite, and what `_series_rows` must equal."""
     names = (*_PLAIN, *(histogram.FIELDS if histograms else ()))
     found = tier.objects.filter(endpoint_id__in=list(owners)).between(within.start, within.end)
     rows = found.annotate(at=read_bucket).values_list("endpoint_id", "at", *names).order_by()
