@@ -60,8 +60,14 @@ def folded_to() -> datetime | None:
     return RollupFold.objects.using(connection.alias).values_list("folded_to", flat=True).first()
 
 
-def watermark_sql(using: BaseDatabaseWrapper) -> str:
-    """A scalar subquery of the watermark, for a read's tail: the same snapshot as the
-    rows read beside it (NULL, so no tail row, when no fold has run)."""
+def tail_sql(using: BaseDatabaseWrapper, end: str) -> str:
+    """The condition that keeps a read's tail (five-minute rows beside coarser ones) to the
+    rows from the watermark on; `end` is the placeholder of the read's range end.
+
+    The watermark is a scalar subquery: the same snapshot as the rows read beside it (NULL,
+    so no tail row, when no fold has run). The range is gated by a condition on the
+    watermark alone, which PostgreSQL checks once (a one-time filter): a range that ends at
+    or before it reads no tail, not even an index descent per endpoint."""
     table = using.ops.quote_name(RollupFold._meta.db_table)
-    return f"(SELECT folded_to FROM {table})"  # noqa: S608 - the model's table name
+    folded = f"(SELECT folded_to FROM {table})"  # noqa: S608 - the model's table name
+    return f" AND bucket >= {folded} AND {folded} < {end}"

@@ -18,7 +18,7 @@ from django.db import connection
 from django.db.models import Q, Subquery
 
 from alerts.models import MaintenanceWindow, load_scopes, may_overlap
-from analytics.fold import watermark_sql
+from analytics.fold import tail_sql
 from analytics.models import DayRollup, FiveMinuteRollup, HourRollup, RollupFold
 from analytics.rows import SeriesPoint
 from analytics.selectors import series, series_points
@@ -341,8 +341,7 @@ def _days_sql() -> str:
     )
     source = branch.format(quote(DayRollup._meta.db_table))
     source += " UNION ALL " + branch.format(quote(FiveMinuteRollup._meta.db_table))
-    folded = watermark_sql(connection)
-    source += f" AND bucket >= {folded} AND {folded} < %b"
+    source += tail_sql(connection, "%b")
     return (
         "SELECT endpoint_id, array_agg(d), array_agg(c), array_agg(f) FROM ("  # noqa: S608
         "SELECT endpoint_id, (bucket AT TIME ZONE 'UTC')::date - %b::date AS d, "

@@ -243,10 +243,8 @@ def _figures_sql(
         tier = parts[scan[0]].tier
         tables = [(tier._meta.db_table, "")]
         if tier is not TIERS[0]:
-            # Gated by a condition on the watermark alone (a one-time filter): a scan that
-            # ends before it has no twin to read, not even an index descent per endpoint.
-            folded = fold.watermark_sql(using)
-            tail = f" AND bucket >= {folded} AND {folded} < %(b{scan[-1]})s"
+            # Gated by the watermark alone: a scan that ends before it has no twin to read.
+            tail = fold.tail_sql(using, f"%(b{scan[-1]})s")
             tables.append((TIERS[0]._meta.db_table, tail))
         for table, tail in tables:
             branches.append(
@@ -399,13 +397,9 @@ def _series_sql(tier: type[Rollup], histograms: bool) -> str:
     where = " WHERE endpoint_id = ANY(%s::uuid[]) AND bucket >= %s AND bucket < %s"
     sql = head + tier._meta.db_table + where
     if tier is not TIERS[0]:
-        # Gated by a condition on the watermark alone (a one-time filter), as in
-        # `_figures_sql`: a range that ends before it reads no tail.
-        folded = fold.watermark_sql(connection)
-        sql += (
-            f" UNION ALL {head}{TIERS[0]._meta.db_table}{where}"
-            f" AND bucket >= {folded} AND {folded} < %s"
-        )
+        # Gated by the watermark alone: a range that ends before it reads no tail.
+        sql += f" UNION ALL {head}{TIERS[0]._meta.db_table}{where}"
+        sql += fold.tail_sql(connection, "%s")
     return sql
 
 
