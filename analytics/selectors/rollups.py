@@ -320,7 +320,7 @@ def series(
         # snapshot): on PostgreSQL by a prepared statement, elsewhere by the ORM.
         using, within = read_connection(tier), Window(start, window.end)
         rows = (
-            _series_rows(tier, list(owners), start, window.end, histograms, using)
+            _series_rows(tier, list(owners), within, histograms, using)
             if using.vendor == "postgresql"
             else _orm_rows(tier, owners, within, histograms, read_bucket)
         )
@@ -370,20 +370,22 @@ def _orm_rows(
 def _series_rows(
     tier: type[Rollup],
     endpoint_ids: list[UUID],
-    start: datetime,
-    end: datetime,
+    within: Window,
     histograms: bool,
     using: BaseDatabaseWrapper,
 ) -> list[tuple[Any, ...]]:
-    """The rows of `series`' per-endpoint read on PostgreSQL, by a statement prepared once
-    per connection: (endpoint, bucket start in epoch seconds, sums, histogram), the tail
-    of five-minute rows past the fold's watermark (`_tail`) in the same statement.
+    """`series`' rows of each endpoint over `within` (bucket-aligned) on PostgreSQL, by a
+    statement prepared once per connection: (endpoint, bucket start in epoch seconds,
+    sums, histogram), the tail of five-minute rows past the fold's watermark (`_tail`) in
+    the same statement.
 
     The ORM's query of the same rows cost more CPU than the read: compiling it each time,
     then a converter call and a list per row (a compare page reads 2,880 rows)."""
-    params: list[Any] = [endpoint_ids, start, end]
+    params: list[Any] = [endpoint_ids, within.start, within.end]
     if tier is not TIERS[0]:
-        params += [endpoint_ids, start, ceil(end, tier.width), ceil(end, tier.width)]
+        # The tail covers the whole of the last coarse bucket, as `_tail` reads it.
+        end = ceil(within.end, tier.width)
+        params += [endpoint_ids, within.start, end, end]
     with read_cursor(using) as cursor:
         cursor.execute(_series_sql(tier, histograms), params)
         return cursor.fetchall()

@@ -231,7 +231,7 @@ def test_the_series_statement_reads_the_rows_the_orm_reads(endpoints, record, ti
     ranges += [(T0 + 2 * DAY, T0 + 3 * DAY + HOUR), (T0 - DAY, T0)]  # past, and none
     for start, end in ranges:
         within = Window(floor(start, tier.width), end)
-        made = rollups._series_rows(tier, list(owners), within.start, end, histograms, connection)
+        made = rollups._series_rows(tier, list(owners), within, histograms, connection)
         orm = rollups._orm_rows(tier, owners, within, histograms, reader)
 
         assert sorted(map(tuple, made)) == sorted(map(tuple, orm))
