@@ -1,6 +1,7 @@
 """What the apps' serializers share: one answer naming every bad field of a request."""
 
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 from django.core.exceptions import ValidationError as DjangoValidationError
@@ -74,3 +75,13 @@ def _merge(errors: dict[str, Any], more: Mapping[str, Any]) -> None:
             errors[name] = messages
         elif isinstance(found, list) and isinstance(messages, list):
             found.extend(m for m in messages if m not in found)
+
+
+def api_timestamp(value: datetime | None) -> str | None:
+    """ISO 8601 in UTC with a `Z`, as DRF's DateTimeField writes it (for representations
+    built directly, without DRF's field loop)."""
+    if value is None:
+        return None
+    if value.tzinfo is not UTC:  # the database's values come in UTC already
+        value = value.astimezone(UTC)
+    return value.isoformat()[:-6] + "Z"  # "+00:00" in UTC

@@ -10,7 +10,7 @@ from rest_framework import serializers
 from accounts.api.serializers import NameField, TextField
 from accounts.models import User
 from healthmon.api.errors import field_errors
-from healthmon.api.serializers import AllErrorsMixin
+from healthmon.api.serializers import AllErrorsMixin, api_timestamp
 from healthmon.errors import InvalidInput
 from monitoring.access import access_endpoints
 from monitoring.incidents import incident_title
@@ -158,6 +158,34 @@ class IncidentSerializer(serializers.ModelSerializer[Incident]):
         ]
         read_only_fields = fields
 
+    def to_representation(self, instance: Incident) -> dict[str, Any]:
+        """The fields, built directly: DRF's generic path through the nested updates, notes
+        and timeline cost ~6 ms of a page of 50 incidents' ~18 ms.
+
+        A test checks that the answer equals the generic path's, field for field.
+        """
+        return {
+            "id": str(instance.pk),
+            "kind": instance.kind,
+            "title": incident_title(instance),
+            "impact": instance.impact,
+            "state": instance.state,
+            "public": instance.public,
+            "endpoint": None if instance.endpoint_id is None else str(instance.endpoint_id),
+            "endpoints": self.get_endpoints(instance),
+            "started_at": api_timestamp(instance.started_at),
+            "resolved_at": api_timestamp(instance.resolved_at),
+            "duration_seconds": instance.duration_seconds,
+            "cause": instance.cause,
+            "updated_at": api_timestamp(instance.updated_at),
+            "updates": [_update(update) for update in loaded(instance, "updates")],
+            "notes": [_note(note) for note in loaded(instance, "notes")],
+            "acknowledged_at": api_timestamp(instance.acknowledged_at),
+            "acknowledged_by": _person(instance.acknowledged_by),
+            "acknowledged_via": self.get_acknowledged_via(instance),
+            "timeline": [_line(line) for line in incident_timeline(instance)],
+        }
+
     @extend_schema_field(serializers.ChoiceField(choices=["api", "page", "link"], allow_null=True))
     def get_acknowledged_via(self, instance: Incident) -> str | None:
         """How it was acknowledged, or None."""
@@ -171,8 +199,8 @@ class IncidentSerializer(serializers.ModelSerializer[Incident]):
 
     @cached_property
     def _timeline(self) -> serializers.ListSerializer[TimelineEntry]:
-        # One for every incident this serializer writes: a serializer copies its declared
-        # fields when first used, which cost a page of 50 incidents ~10 ms made per incident.
+        # The generic path's (the schema and the test of the direct representation): one
+        # for every incident, as a serializer copies its declared fields when first used.
         return TimelineEntrySerializer(many=True)  # type: ignore[return-value]
 
     def get_title(self, instance: Incident) -> str:
@@ -185,6 +213,44 @@ class IncidentSerializer(serializers.ModelSerializer[Incident]):
         if instance.endpoint_id is not None:
             return [str(instance.endpoint_id)]
         return [str(endpoint.pk) for endpoint in loaded(instance, "endpoints")]
+
+
+def _person(user: User | None) -> dict[str, str] | None:
+    """A user as `NoteAuthorSerializer` writes one."""
+    return None if user is None else {"id": str(user.pk), "email": user.email}
+
+
+def _update(update: IncidentUpdate) -> dict[str, Any]:
+    """An update as `IncidentUpdateSerializer` writes it."""
+    return {
+        "id": str(update.pk),
+        "status": update.state,
+        "message": update.message,
+        "message_html": update.message_html,
+        "notify_subscribers": update.notify_subscribers,
+        "created_at": api_timestamp(update.created_at),
+    }
+
+
+def _note(note: IncidentNote) -> dict[str, Any]:
+    """A note as `IncidentNoteSerializer` writes it."""
+    return {
+        "id": str(note.pk),
+        "text": note.text,
+        "author": _person(note.author),
+        "created_at": api_timestamp(note.created_at),
+    }
+
+
+def _line(line: TimelineEntry) -> dict[str, Any]:
+    """A timeline line as `TimelineEntrySerializer` writes it."""
+    return {
+        "at": api_timestamp(line.at),
+        "kind": line.kind,
+        "text": line.text,
+        "actor": _person(line.actor),
+        "detail": {str(key): value for key, value in line.detail.items()},
+    }
 
 
 class StrictBooleanField(serializers.BooleanField):

@@ -1,6 +1,6 @@
 """Request parsing and response shapes of the endpoint API."""
 
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
@@ -11,7 +11,7 @@ from rest_framework.utils import html
 
 from accounts.api.serializers import NameField, VisibleProjectField
 from healthmon.api.errors import field_errors
-from healthmon.api.serializers import AllErrorsMixin
+from healthmon.api.serializers import AllErrorsMixin, api_timestamp
 from healthmon.errors import InvalidInput
 from monitoring.locations import shown_slug
 from monitoring.models import (
@@ -336,22 +336,13 @@ def endpoint_representation(row: dict[str, Any]) -> dict[str, Any]:
         "slug": row["slug"],
         "ping_url": heartbeat_ping_url(ping_key) if ping_key is not None else None,
         "badges": badge_urls(row["badge_key"]),
-        "certificate_expires_at": _timestamp(row["certificate_expires_at"]),
+        "certificate_expires_at": api_timestamp(row["certificate_expires_at"]),
         "certificate_issuer": row["certificate_issuer"],
-        "last_checked_at": _timestamp(row["last_checked_at"]),
-        "next_check_at": _timestamp(row["next_check_at"]),
-        "created_at": _timestamp(row["created_at"]),
-        "updated_at": _timestamp(row["updated_at"]),
+        "last_checked_at": api_timestamp(row["last_checked_at"]),
+        "next_check_at": api_timestamp(row["next_check_at"]),
+        "created_at": api_timestamp(row["created_at"]),
+        "updated_at": api_timestamp(row["updated_at"]),
     }
-
-
-def _timestamp(value: datetime | None) -> str | None:
-    """ISO 8601 in UTC with a `Z`, as DRF's DateTimeField writes it."""
-    if value is None:
-        return None
-    if value.tzinfo is not UTC:  # the database's values come in UTC already
-        value = value.astimezone(UTC)
-    return value.isoformat()[:-6] + "Z"  # "+00:00" in UTC
 
 
 class CheckResultSerializer(serializers.ModelSerializer[CheckResult]):

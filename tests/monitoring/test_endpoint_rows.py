@@ -112,7 +112,7 @@ def test_the_list_never_shows_another_tenants_endpoints(api, cast, world):
 def test_a_listed_time_is_written_as_drf_writes_it(value):
     from rest_framework.fields import DateTimeField
 
-    from monitoring.api.serializers import _timestamp
+    from healthmon.api.serializers import api_timestamp
 
     expected = None if value is None else DateTimeField().to_representation(value)
-    assert _timestamp(value) == expected
+    assert api_timestamp(value) == expected

@@ -637,3 +637,53 @@ def test_pausing_an_endpoint_resolves_its_incident_in_every_field(api, cast, aut
     assert automatic.resolved_at is not None
     assert automatic.state == "resolved"
     assert automatic.updated_at == automatic.resolved_at
+
+
+def test_the_direct_representation_equals_drfs_generic_one(cast, make_endpoint, declared):
+    """Every kind of line and field: a declared incident with updates, a note and an author
+    gone; an automatic one acknowledged, with a delivery's line and a microsecond-less time;
+    an open one with no cause."""
+    from rest_framework import serializers
+    from rest_framework.renderers import JSONRenderer
+
+    from monitoring.acknowledgement import incident_acknowledge
+    from monitoring.api.incident_serializers import IncidentSerializer
+    from monitoring.incidents import incident_note_add
+    from monitoring.models import IncidentActivity
+    from monitoring.selectors import incidents_visible
+
+    other = make_endpoint(cast.project, name="other")
+    incident_update_post(
+        incident=declared, author=cast.admin, status="identified", message="*Found* it"
+    )
+    incident_note_add(incident=declared, author=cast.admin, text="Gone soon.")
+    incident_note_add(incident=declared, author=cast.owner, text="Still here.")
+    cast.admin.delete()
+    measured = Incident.objects.create(
+        endpoint=other,
+        started_at=T0,
+        resolved_at=T0 + timedelta(minutes=3, microseconds=250),
+        cause="HTTP 503",
+    )
+    Incident.objects.filter(pk=measured.pk).update(resolved_at=None)
+    incident_acknowledge(incident=Incident.objects.get(pk=measured.pk), by=cast.owner, via="api")
+    Incident.objects.filter(pk=measured.pk).update(resolved_at=T0 + timedelta(minutes=3))
+    IncidentActivity.objects.create(
+        incident=measured,
+        kind="delivered",
+        at=T0 + timedelta(seconds=30),
+        text="Slack #ops: delivered",
+        detail={"channel": "c1", "event": "incident.opened", "nested": {"n": [1, 2.5, None]}},
+    )
+    Incident.objects.create(endpoint=make_endpoint(cast.project, name="third"), started_at=T0)
+    render = JSONRenderer().render
+
+    incidents = list(incidents_visible(cast.owner))
+    assert len(incidents) == 3
+    for incident in incidents:
+        serializer = IncidentSerializer()
+        generic = serializers.ModelSerializer.to_representation(serializer, incident)
+        assert render(serializer.to_representation(incident)) == render(generic)
+    lines = {line["kind"] for i in incidents for line in IncidentSerializer(i).data["timeline"]}
+    assert lines >= {"declared", "update", "note", "opened", "acknowledged", "delivered"}
+    assert lines >= {"resolved"}
