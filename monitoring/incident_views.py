@@ -32,6 +32,7 @@ from monitoring.models import AckVia, Incident, IncidentImpact, IncidentState
 from monitoring.selectors import (
     Choices,
     endpoint_choices,
+    incidents_load,
     incidents_open_first,
     incidents_visible,
     loaded,
@@ -117,6 +118,7 @@ def _detail_page(
     """One incident, the forms as posted (one with errors answers 400)."""
     user = page_user(request)
     incident = get_or_404(incidents_visible(user), incident_id)
+    incidents_load([incident], user)
     forms = forms or {}
     title = incidents.incident_title(incident)
     context: dict[str, Any] = {

@@ -61,7 +61,7 @@ from monitoring.models import (
     Location,
     Ping,
 )
-from monitoring.selectors import endpoint_rows_visible, incidents_visible
+from monitoring.selectors import endpoint_rows_visible, incidents_load, incidents_visible
 
 if TYPE_CHECKING:
     from rest_framework.views import APIView
@@ -330,9 +330,19 @@ class IncidentViewSet(
         """An incident the caller can see, else 404."""
         return access_incident(caller(self.request), self.kwargs["pk"])
 
+    def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        """A page of incidents with their lines (read for that page only)."""
+        queryset = self.filter_queryset(self.get_queryset())
+        page = self.paginate_queryset(queryset)
+        incidents = list(queryset) if page is None else page
+        incidents_load(incidents, caller(request))
+        data = self.get_serializer(incidents, many=True).data
+        return Response(data) if page is None else self.get_paginated_response(data)
+
     def _answer(self, incident_id: object, status_code: int = status.HTTP_200_OK) -> Response:
         """The incident read afresh, as a list shows it (a 404 if the caller cannot see it)."""
         found = get_or_404(self.get_queryset(), incident_id)
+        incidents_load([found], caller(self.request))
         return Response(self.get_serializer(found).data, status=status_code)
 
     def retrieve(self, request: Request, *args: Any, **kwargs: Any) -> Response:

@@ -687,3 +687,49 @@ def test_the_direct_representation_equals_drfs_generic_one(cast, make_endpoint, 
     lines = {line["kind"] for i in incidents for line in IncidentSerializer(i).data["timeline"]}
     assert lines >= {"declared", "update", "note", "opened", "acknowledged", "delivered"}
     assert lines >= {"resolved"}
+
+
+def test_a_page_reads_only_the_lines_some_incident_on_it_has(api, cast, endpoint, declared):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from monitoring.models import IncidentActivity
+
+    quiet = Incident.objects.create(
+        endpoint=endpoint, started_at=T0, resolved_at=T0 + timedelta(minutes=5)
+    )
+    notified = Incident.objects.create(endpoint=endpoint, started_at=T0 + timedelta(hours=1))
+    IncidentActivity.objects.create(
+        incident=notified, kind="delivered", at=T0 + timedelta(hours=2), text="Mail: delivered"
+    )
+    api.as_user(cast.owner)
+
+    def read(path):
+        with CaptureQueriesContext(connection) as captured:
+            answer = api.get(path).json()
+        sql = [q["sql"] for q in captured.captured_queries]
+        lines = ("incidentupdate", "incidentnote", "incidentactivity")
+        reads = {t: sum(q.startswith(f'SELECT "monitoring_{t}".') for q in sql) for t in lines}
+        reads["incident_endpoints"] = sum('"monitoring_incident_endpoints"' in q for q in sql)
+        return answer, reads
+
+    page, reads = read(URL)
+    by_id = {row["id"]: row for row in page["results"]}
+    assert reads == {
+        "incidentupdate": 1,
+        "incidentnote": 0,
+        "incidentactivity": 1,
+        "incident_endpoints": 1,
+    }
+    assert [line["kind"] for line in by_id[str(quiet.id)]["timeline"]] == ["opened", "resolved"]
+    assert [line["kind"] for line in by_id[str(notified.id)]["timeline"]] == [
+        "opened",
+        "delivered",
+    ]
+    assert by_id[str(notified.id)]["updates"] == []
+    assert [u["message"] for u in by_id[str(declared.id)]["updates"]] == ["Looking into it."]
+    assert by_id[str(declared.id)]["endpoints"] == [str(endpoint.id)]
+
+    one, reads = read(f"{URL}/{quiet.id}")
+    assert set(reads.values()) == {0}
+    assert one == by_id[str(quiet.id)]
