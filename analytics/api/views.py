@@ -18,7 +18,7 @@ from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from accounts.access import access_project
+from accounts.access import access_project, get_or_404
 from accounts.models import Project
 from accounts.permissions import caller
 from analytics import locations, reports
@@ -30,7 +30,6 @@ from apikeys.models import Scope
 from healthmon.api.errors import ProblemJSONRenderer
 from healthmon.api.pagination import PageNumberPagination
 from healthmon.intervals import Window
-from monitoring.access import access_endpoint
 from monitoring.locations import endpoint_slugs
 from monitoring.models import Endpoint
 
@@ -226,7 +225,11 @@ class AnalyticsViewSet(viewsets.GenericViewSet):
         user = caller(self.request)
         endpoints = self.get_queryset()
         if query.endpoint is not None:
-            endpoints = endpoints.filter(pk=access_endpoint(user, query.endpoint).pk)
+            endpoint = get_or_404(endpoints, query.endpoint)  # another's is a 404
+            if query.project is None and query.group_by in ("endpoint", "location"):
+                # The endpoint read to check access is the page: it is not read again.
+                return reports.Items("endpoint", self.paginate_queryset([endpoint]) or [])
+            endpoints = endpoints.filter(pk=endpoint.pk)
         if query.project is not None:
             endpoints = endpoints.filter(project=access_project(user, query.project))
         if query.group_by in ("endpoint", "location"):

@@ -49,9 +49,9 @@ class PageNumberPagination(pagination.PageNumberPagination):
         The page is read with one row more than it holds: when fewer come back, the total
         is the rows before the page plus those on it, and the `COUNT` query (as costly as
         the page itself on a short list) is skipped. Pages past the last are still a 404.
-        `Rows` (read without a QuerySet) are paged the same way.
+        `Rows` (read without a QuerySet) and lists already read are paged the same way.
         """
-        if not isinstance(queryset, QuerySet | Rows):
+        if not isinstance(queryset, QuerySet | Rows | list):
             return super().paginate_queryset(queryset, request, view)
         self.request = request
         size = self.get_page_size(request)

@@ -37,11 +37,17 @@ def fleet(cast, make_endpoint, record):
     return grow
 
 
-def count_queries(api, path, params):
+def read(api, path, params):
+    """The queries of one answer (200) and the answer."""
     with time_machine.travel(NOW, tick=False), CaptureQueriesContext(connection) as queries:
         response = api.get(path, params)
     assert response.status_code == 200, response.content
-    return len(queries), response.json()
+    return queries.captured_queries, response.json()
+
+
+def count_queries(api, path, params):
+    queries, answer = read(api, path, params)
+    return len(queries), answer
 
 
 @pytest.mark.parametrize(
@@ -95,3 +101,28 @@ def test_compare_costs_the_same_queries_for_2_and_10_endpoints(api, cast, fleet)
     assert (len(small["results"]), len(large["results"])) == (2, 10)
     assert many == few
     assert many <= CEILING
+
+
+@pytest.mark.parametrize("route", ["summary", "sla", "response-time", "uptime"])
+def test_one_endpoints_report_reads_it_once_and_pages_like_a_list(
+    api, cast, fleet, make_endpoint, route
+):
+    from accounts.models import Project
+
+    with time_machine.travel(T0, tick=False):
+        api.as_user(cast.owner)
+    endpoint, _ = fleet(2)
+    other_project = Project.objects.create(organization=cast.org, name="Other")
+    path = URL + route
+
+    reads, answer = read(api, path, {"period": "24h", "endpoint": str(endpoint.id)})
+    assert answer["count"] == 1
+    assert [row["endpoint"] for row in answer["results"]] == [str(endpoint.id)]
+    endpoint_reads = [q for q in reads if 'FROM "monitoring_endpoint"' in q["sql"]]
+    assert len(endpoint_reads) == 1
+    with time_machine.travel(NOW, tick=False):
+        past_the_end = api.get(path, {"endpoint": str(endpoint.id), "page": 2})
+        narrowed = api.get(path, {"endpoint": str(endpoint.id), "project": str(other_project.id)})
+    assert past_the_end.status_code == 404
+    assert narrowed.status_code == 200
+    assert narrowed.json()["count"] == 0
