@@ -67,6 +67,22 @@ for i in range({count}):
         target=f"https://service{{i}}.example.com/health", interval_seconds=60,
         timeout_seconds=10, config=validate_config("http", {{}}),
     )
+# A page of 50 incidents for the in-process incident list (resolved ones: an endpoint has
+# at most one open incident), as the checks open and resolve them.
+from datetime import timedelta
+from django.utils import timezone
+from monitoring.models import Incident
+endpoints = list(project.endpoints.all())
+now = timezone.now()
+Incident.objects.bulk_create(
+    Incident(
+        organization=org, endpoint=endpoints[i % len(endpoints)], cause="HTTP 503",
+        started_at=now - timedelta(hours=i + 1),
+        resolved_at=now - timedelta(hours=i + 1) + timedelta(minutes=5),
+        state="resolved",
+    )
+    for i in range(60 if endpoints else 0)
+)
 ep = project.endpoints.first()
 print("BENCH_ENDPOINT=" + (str(ep.pk) if ep else ""))
 print("BENCH_KEY=" + key)

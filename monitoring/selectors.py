@@ -6,7 +6,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import Exists, OuterRef, Prefetch, QuerySet, prefetch_related_objects
+from django.db.models import (
+    Exists,
+    Model,
+    OuterRef,
+    Prefetch,
+    QuerySet,
+    prefetch_related_objects,
+)
 
 from accounts.models import Project, User
 from healthmon.db import ColumnRows
@@ -95,12 +102,9 @@ def incidents_visible(user: User) -> IncidentQuerySet:
     return (
         Incident.objects.visible_to(user)
         .select_related("endpoint", "acknowledged_by")
-        .defer(
-            "endpoint__target",
-            "endpoint__config",
-            "acknowledged_by__password",
-            "acknowledged_by__last_login",
-        )
+        # What the answers show of the endpoint and the acknowledger: their ~40 and ~15
+        # columns (JSON and times parsed per row) were a third of a page's CPU.
+        .only(*_own_fields(Incident), "endpoint__name", "acknowledged_by__email")
         .annotate(
             **{
                 f"has_{relation}": Exists(model.objects.filter(incident_id=OuterRef("pk")))
@@ -108,6 +112,11 @@ def incidents_visible(user: User) -> IncidentQuerySet:
             }
         )
     )
+
+
+def _own_fields(model: type[Model]) -> list[str]:
+    """Every column of the model itself (its users' `only()` adds the related ones read)."""
+    return [field.name for field in model._meta.concrete_fields]
 
 
 _LINES: dict[str, type[IncidentUpdate | IncidentNote | IncidentActivity]] = {
@@ -129,13 +138,13 @@ def incidents_load(incidents: Sequence[Incident], user: User) -> None:
     """
     lines = {
         "updates": IncidentUpdate.objects.select_related("author")
-        .defer("author__password", "author__last_login")
+        .only(*_own_fields(IncidentUpdate), "author__email")
         .order_by("created_at", "id"),
         "notes": IncidentNote.objects.select_related("author")
-        .only("id", "incident_id", "text", "created_at", "author__id", "author__email")
+        .only(*_own_fields(IncidentNote), "author__email")
         .order_by("created_at", "id"),
         "activities": IncidentActivity.objects.select_related("actor")
-        .defer("actor__password", "actor__last_login")
+        .only(*_own_fields(IncidentActivity), "actor__email")
         .order_by("at", "id"),
     }
     manual = [incident for incident in incidents if incident.kind == IncidentKind.MANUAL]
