@@ -191,7 +191,9 @@ class AnalyticsViewSet(viewsets.GenericViewSet):
         """Visible endpoints (schema generation sees none)."""
         if getattr(self, "swagger_fake_view", False):
             return Endpoint.objects.none()
-        return Endpoint.objects.visible_to(caller(self.request)).defer("target", "config")
+        # The reports' columns, and the locations a per-location report is about.
+        fields = (*reports.REPORT_FIELDS, "locations")
+        return Endpoint.objects.visible_to(caller(self.request)).only(*fields)
 
     @property
     def csv_columns(self) -> list[str] | None:

@@ -7,7 +7,7 @@ the reports of one row per item (summary, uptime, SLA); `series` those over time
 (response time, availability, errors, comparison).
 """
 
-from analytics.reports.reads import Item, Items, Reads
+from analytics.reports.reads import REPORT_FIELDS, Item, Items, Reads
 from analytics.reports.series import (
     MAX_COMPARED,
     TOP_ERRORS,
@@ -20,6 +20,7 @@ from analytics.reports.tables import sla, summary, uptime
 
 __all__ = [
     "MAX_COMPARED",
+    "REPORT_FIELDS",
     "TOP_ERRORS",
     "Item",
     "Items",

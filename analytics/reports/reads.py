@@ -19,6 +19,11 @@ from analytics.selectors import Coverage
 from healthmon.intervals import Window
 from monitoring.models import Endpoint
 
+# What the reports read of an endpoint (identity, status and creation for the time watched,
+# the SLA target): a page loads these, not the ~30 other columns (dates, JSON documents)
+# each row would decode for nothing.
+REPORT_FIELDS = ("id", "project", "name", "status", "created_at", "sla_target")
+
 
 class Item(NamedTuple):
     """One row of a report: its key (an endpoint's or a project's id), what it is about,
