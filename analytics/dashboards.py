@@ -34,6 +34,7 @@ from analytics.rows import (
 )
 from analytics.selectors import bucket_for, degraded_stretches
 from analytics.windows import BUCKETS, PERIODS
+from healthmon.db import own_fields
 from healthmon.intervals import Interval, Window
 from monitoring.locations import endpoint_slugs, shown_slug
 from monitoring.models import CheckResult, Endpoint, EndpointStatus, EndpointType, Incident
@@ -288,6 +289,8 @@ def open_incidents(user: User, filters: OverviewFilters, limit: int = RECENT) ->
         .open()
         .filter(**filters.lookups("endpoint__"))
         .select_related("endpoint__project")
+        # The names shown beside each: the endpoint's whole row would be decrypted too.
+        .only(*own_fields(Incident), "endpoint__name", "endpoint__project__name")
     )
     return list(incidents.order_by("-started_at")[:limit])
 

@@ -161,6 +161,12 @@ def fetch_prepared(alias: str, sql: str, params: Sequence[Any]) -> list[tuple[An
         return cursor.fetchall()
 
 
+def own_fields(model: type[models.Model]) -> list[str]:
+    """Every column of the model itself, for an `only()` that adds the few related columns
+    a read shows (a `select_related` row otherwise loads and decodes all of theirs)."""
+    return [field.name for field in model._meta.concrete_fields]
+
+
 def update_each(objects: Sequence[models.Model], fields: Sequence[str]) -> None:
     """Write these columns of each object: one UPDATE per row, sent as one executemany
     (a pipeline on psycopg 3).

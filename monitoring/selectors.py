@@ -8,7 +8,6 @@ from typing import Any
 
 from django.db.models import (
     Exists,
-    Model,
     OuterRef,
     Prefetch,
     QuerySet,
@@ -16,7 +15,7 @@ from django.db.models import (
 )
 
 from accounts.models import Project, User
-from healthmon.db import ColumnRows
+from healthmon.db import ColumnRows, own_fields
 from monitoring.models import (
     Endpoint,
     Incident,
@@ -104,7 +103,7 @@ def incidents_visible(user: User) -> IncidentQuerySet:
         .select_related("endpoint", "acknowledged_by")
         # What the answers show of the endpoint and the acknowledger: their ~40 and ~15
         # columns (JSON and times parsed per row) were a third of a page's CPU.
-        .only(*_own_fields(Incident), "endpoint__name", "acknowledged_by__email")
+        .only(*own_fields(Incident), "endpoint__name", "acknowledged_by__email")
         .annotate(
             **{
                 f"has_{relation}": Exists(model.objects.filter(incident_id=OuterRef("pk")))
@@ -112,11 +111,6 @@ def incidents_visible(user: User) -> IncidentQuerySet:
             }
         )
     )
-
-
-def _own_fields(model: type[Model]) -> list[str]:
-    """Every column of the model itself (its users' `only()` adds the related ones read)."""
-    return [field.name for field in model._meta.concrete_fields]
 
 
 _LINES: dict[str, type[IncidentUpdate | IncidentNote | IncidentActivity]] = {
@@ -138,13 +132,13 @@ def incidents_load(incidents: Sequence[Incident], user: User) -> None:
     """
     lines = {
         "updates": IncidentUpdate.objects.select_related("author")
-        .only(*_own_fields(IncidentUpdate), "author__email")
+        .only(*own_fields(IncidentUpdate), "author__email")
         .order_by("created_at", "id"),
         "notes": IncidentNote.objects.select_related("author")
-        .only(*_own_fields(IncidentNote), "author__email")
+        .only(*own_fields(IncidentNote), "author__email")
         .order_by("created_at", "id"),
         "activities": IncidentActivity.objects.select_related("actor")
-        .only(*_own_fields(IncidentActivity), "actor__email")
+        .only(*own_fields(IncidentActivity), "actor__email")
         .order_by("at", "id"),
     }
     manual = [incident for incident in incidents if incident.kind == IncidentKind.MANUAL]
