@@ -386,7 +386,9 @@ def _series_rows(
         # The tail covers the whole of the last coarse bucket, as `_tail` reads it.
         end = ceil(within.end, tier.width)
         params += [endpoint_ids, within.start, end, end]
-    with read_cursor(using) as cursor:
+    # Numbers and uuids only: read in the binary format (a compare page's 1,440 rows of 44
+    # values cost ~2.5 ms less than parsed from text).
+    with read_cursor(using, binary=True) as cursor:
         cursor.execute(_series_sql(tier, histograms), params)
         return cursor.fetchall()
 
