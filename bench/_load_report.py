@@ -1,6 +1,8 @@
 """The load benchmark's report (it is no benchmark): tables per phase, route and group,
 the goals, and the isolation comparison."""
 
+import statistics
+
 import _load_client as lc
 from _load_data import BIG_ENDPOINTS
 from _support import CPUS, percentile, print_table
@@ -156,10 +158,11 @@ def cpu_figures(results: list[lc.Result]) -> dict[str, float]:
     }
 
 
-def print_cpu(results: list[lc.Result]) -> None:
+def print_cpu(results: list[lc.Result], pings: list[float]) -> None:
     """CPU per request beside the figures before issue 26 and its goal (half of them): per
     phase, and over the phases without the big organization's data together (more
-    requests: the figure to judge)."""
+    requests: the figure to judge); then as multiples of this run's baseline, the bare
+    health view's worker CPU per request (`pings`, before the phases and after)."""
     print(
         "\n== server CPU per request, ms, beside the figures before issue 26 "
         f"(bench/README.md) and its goal ({CPU_GOAL_SHARE:.0%} of them); less swayed by other "
@@ -182,6 +185,14 @@ def print_cpu(results: list[lc.Result]) -> None:
         ]
     )
     print_table(headers, rows)
+    ping = statistics.mean(pings)
+    print(
+        "baseline of this run: the bare health view took "
+        + " and ".join(f"{cpu:.3f}" for cpu in pings)
+        + " ms of worker CPU per request (median of each series, before the phases and after); "
+        f"the worker's CPU per request, together, is {pooled['dashboard'] / ping:.0f}x that "
+        f"for a dashboard and {pooled['API'] / ping:.1f}x for an API request"
+    )
 
 
 def _cpu_cells(found: dict[str, float]) -> list[str]:

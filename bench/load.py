@@ -43,11 +43,13 @@ auth) and Redis on 127.0.0.1:6379 (or `--cache-url locmemcache://`).
 import argparse
 import asyncio
 import contextlib
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+import urllib.request
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -192,6 +194,34 @@ class Server:
             for sample in result.samples:
                 if sample.number in logged:
                     sample.cpu_ms, sample.worker_ms = logged[sample.number]
+
+    def cpu_of(self, numbers: Sequence[int]) -> list[float]:
+        """The worker CPU ms the server logged for these request numbers."""
+        wanted, found = set(numbers), []
+        for path in self.folder.glob("worker-*.tsv"):
+            for line in path.read_text().splitlines():
+                number, cpu, _ = line.split("\t")
+                if int(number) in wanted:
+                    found.append(float(cpu))
+        return found
+
+
+# This run's baseline: the worker CPU per request of the bare health view (no database, no
+# session, no template), a few hundred requests one after another before the phases and
+# after them. The machine's speed moves by a third within an hour; the mix's CPU is also
+# printed as a multiple of this, measured in the same run.
+PING_REQUESTS = 300
+
+
+def ping_cpu(base: str, server: Server, first: int) -> float:
+    """The median worker CPU ms of the health view over `PING_REQUESTS` requests."""
+    numbers = range(first, first + PING_REQUESTS)
+    for number in numbers:
+        headers = {"X-Bench-Request": str(number)}
+        request = urllib.request.Request(base + "/api/v1/health", headers=headers)
+        with urllib.request.urlopen(request, timeout=30) as response:
+            response.read()
+    return statistics.median(server.cpu_of(numbers))
 
 
 @contextlib.contextmanager
@@ -365,6 +395,7 @@ def benchmark(args: argparse.Namespace) -> None:
             progress.say(f"{len(tenants)} users signed in (sessions, JWTs, API keys)")
             checks = [asyncio.run(lc.data_check(base, tenants[0]))]
             phase(args, "warm-up", base, tenants, args.warmup, None, meter, retries=0)
+            pings = [ping_cpu(base, server, 10**9)]
             capacity = phase(args, "capacity", base, tenants, args.capacity, None, meter)
             ceiling = len(capacity.samples) / capacity.elapsed
             rates = {load: load * ceiling / len(tenants) for load in args.loads}
@@ -396,6 +427,7 @@ def benchmark(args: argparse.Namespace) -> None:
                 data = {load: paced("big org data", tenants, load) for load in args.loads}
                 loaded = {load: paced("big org data + load", everyone, load) for load in args.loads}
             connection.close()
+            pings.append(ping_cpu(base, server, 2 * 10**9))
             results = [capacity, *before.values(), *data.values(), *loaded.values()]
             server.attach(results)
         print(
@@ -418,7 +450,7 @@ def benchmark(args: argparse.Namespace) -> None:
         for result in results:
             print_phase(result)
         print_goals(results)
-        print_cpu(results)
+        print_cpu(results, pings)
         for load in data:
             print_isolation(before[load], data[load], loaded[load])
     print(f"\ntotal run time {time.perf_counter() - began:.0f} s")
