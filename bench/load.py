@@ -29,8 +29,10 @@ and from gunicorn server hooks (a config file made at run time; the app is uncha
 time each request spent in a worker and the CPU it used there; the goals (0 errors, API p95
 <= 50 ms, dashboard p95 <= 150 ms, the big organization moves the others' p95 by at most
 15%); server CPU per request (gunicorn + PostgreSQL; the worker's per dashboard and per API
-request) beside the figures before issue 26 and its goal, half of them; the CPU of
-gunicorn, of the database backends, of the load client and of other work on the machine.
+request) beside the figures before issue 26 and its goal, half of them, and as multiples of
+this run's baseline, the bare health view's worker CPU per request (300 requests before the
+phases and 300 after); the CPU of gunicorn, of the database backends, of the load client
+and of other work on the machine.
 The server is stopped, the database dropped and the cache keys the run made deleted at the
 end, also on an error or Ctrl-C. Needs PostgreSQL on 127.0.0.1:5432 (user postgres, trust
 auth) and Redis on 127.0.0.1:6379 (or `--cache-url locmemcache://`).
