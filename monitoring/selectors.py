@@ -125,6 +125,9 @@ def incidents_load(incidents: Sequence[Incident], user: User) -> None:
     returns them): the declared endpoints the user sees of manual ones, and the updates,
     notes and activities, each relation only for the incidents its flag says have some.
 
+    A declared incident lists only the endpoints the user sees: it is read by every member,
+    and its other endpoints belong to projects they are not shown.
+
     At most five queries however many incidents (the declared endpoints need the visible
     projects' ids), none for a relation no incident has. A page of 50 incidents with no
     lines (automatic ones nobody was notified of) read all four relations in ~5 of its
@@ -160,14 +163,20 @@ def incidents_load(incidents: Sequence[Incident], user: User) -> None:
 
 def loaded(incident: Incident, relation: str) -> list[Any]:
     """An incident's `endpoints`, `updates`, `notes` or `activities` as `incidents_load`
-    read them, else read now.
+    read them, else read now (not the declared endpoints: only `incidents_load` knows
+    which the user may see, so their absence is a `LookupError`).
 
     They are loaded into plain lists (`to_attr`): into the related managers, Django built
     a filtered queryset per incident and relation, and the callers one manager per access,
     a quarter of the CPU of the API's page of 50 incidents.
     """
     found: list[Any] | None = getattr(incident, f"loaded_{relation}", None)
-    return found if found is not None else list(getattr(incident, relation).all())
+    if found is not None:
+        return found
+    if relation == "endpoints":
+        # Read unfiltered, they would include endpoints of projects the user is not shown.
+        raise LookupError("a declared incident's endpoints are read by incidents_load")
+    return list(getattr(incident, relation).all())
 
 
 def incidents_open_first(user: User) -> IncidentQuerySet:

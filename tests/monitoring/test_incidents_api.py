@@ -650,7 +650,7 @@ def test_the_direct_representation_equals_drfs_generic_one(cast, make_endpoint, 
     from monitoring.api.incident_serializers import IncidentSerializer
     from monitoring.incidents import incident_note_add
     from monitoring.models import IncidentActivity
-    from monitoring.selectors import incidents_visible
+    from monitoring.selectors import incidents_load, incidents_visible
 
     other = make_endpoint(cast.project, name="other")
     incident_update_post(
@@ -679,6 +679,7 @@ def test_the_direct_representation_equals_drfs_generic_one(cast, make_endpoint, 
     render = JSONRenderer().render
 
     incidents = list(incidents_visible(cast.owner))
+    incidents_load(incidents, cast.owner)
     assert len(incidents) == 3
     for incident in incidents:
         serializer = IncidentSerializer()

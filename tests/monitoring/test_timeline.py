@@ -10,7 +10,7 @@ import time_machine
 from monitoring.acknowledgement import incident_acknowledge
 from monitoring.incidents import incident_declare, incident_note_add, incident_update_post
 from monitoring.models import ActivityKind, Incident, IncidentActivity
-from monitoring.selectors import incidents_visible, loaded
+from monitoring.selectors import incidents_load, incidents_visible, loaded
 from monitoring.timeline import incident_timeline
 
 T0 = datetime(2030, 1, 1, 12, 0, tzinfo=UTC)
@@ -122,14 +122,18 @@ def test_an_incident_read_without_the_selector_has_the_same_timeline(cast, story
     # The selector loads the related rows into lists; any other read of an incident falls
     # back to its related managers and must tell the same story.
     (selected,) = incidents_visible(cast.member).filter(pk=story.pk)
+    incidents_load([selected], cast.member)
     plain = Incident.objects.get(pk=story.pk)
 
     assert not hasattr(plain, "loaded_updates")
     assert [line.kind for line in incident_timeline(plain)] == ORDER
     assert incident_timeline(plain) == incident_timeline(selected)
-    for relation in ("endpoints", "updates", "notes", "activities"):
+    for relation in ("updates", "notes", "activities"):
         assert loaded(plain, relation) == loaded(selected, relation), relation
     assert [note.text for note in loaded(selected, "notes")] == ["Paged Bob."]
+    # Which declared endpoints a user may see, only the selector knows: no fallback.
+    with pytest.raises(LookupError):
+        loaded(plain, "endpoints")
 
 
 def test_the_list_answers_each_incident_its_own_updates_and_notes(api, cast, story, endpoint):
