@@ -5,6 +5,7 @@ The cast in every API test module: an owner, an admin and a member of one organi
 member granted its default project), and an outsider who owns another organization.
 """
 
+import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -18,7 +19,7 @@ from django.core import mail
 from django.core.cache import cache
 from django.core.management import call_command
 from django.db import connection
-from django.test import Client
+from django.test import Client, override_settings
 from rest_framework.test import APIClient
 from whitenoise.base import WhiteNoise
 
@@ -110,6 +111,32 @@ def _cheap_bcrypt() -> None:
     settings.PASSWORD_HASHERS = ["tests.hashers.CheapBCryptSHA256PasswordHasher"]
     hashers.get_hashers.cache_clear()
     hashers.get_hashers_by_algorithm.cache_clear()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _a_cache_per_worker(worker_id: str) -> Iterator[None]:
+    """Each xdist worker its own Redis database (CI's cache, `CACHE_URL`): every test
+    empties the cache (`_clean_cache`, a FLUSHDB on Redis), and with one database shared, a
+    test of one worker emptied another's throttle counters, read-your-writes marks and cached
+    pages in the middle of its requests. gw0 keeps the configured database, gw1 the one
+    below it, and so on."""
+    configured = settings.CACHES["default"]
+    location = str(configured.get("LOCATION", ""))
+    own = worker_cache_location(location, worker_id)
+    if own == location:
+        yield
+        return
+    with override_settings(CACHES={**settings.CACHES, "default": {**configured, "LOCATION": own}}):
+        yield
+
+
+def worker_cache_location(location: str, worker_id: str) -> str:
+    """The Redis URL an xdist worker uses: the configured database less the worker's
+    number; anything else (one process, another cache) as configured."""
+    found = re.fullmatch(r"(redis://[^/]+/)(\d+)", location)
+    if worker_id == "master" or found is None:
+        return location
+    return f"{found.group(1)}{int(found.group(2)) - int(worker_id.removeprefix('gw'))}"
 
 
 @pytest.fixture(autouse=True)

@@ -204,3 +204,21 @@ def test_every_setting_is_documented_in_the_readme_and_env_example():
     for name in sorted(names):
         assert f"`{name}`" in readme, name
         assert f"{name}=" in example, name
+
+
+def test_each_test_worker_empties_a_cache_database_of_its_own(worker_id):
+    """Every test empties the cache; on a shared Redis database one worker's tests emptied
+    another's throttle counters and read-your-writes marks mid-test (CI, 2026-11-27)."""
+    from django.conf import settings as live
+
+    from tests.conftest import worker_cache_location
+
+    assert worker_cache_location("redis://127.0.0.1:6379/15", "gw0") == "redis://127.0.0.1:6379/15"
+    assert worker_cache_location("redis://127.0.0.1:6379/15", "gw1") == "redis://127.0.0.1:6379/14"
+    assert worker_cache_location("redis://127.0.0.1:6379/15", "master") == (
+        "redis://127.0.0.1:6379/15"
+    )
+    assert worker_cache_location("locmemcache://", "gw1") == "locmemcache://"
+    configured = os.environ.get("CACHE_URL", "")
+    if configured.startswith("redis://"):
+        assert live.CACHES["default"]["LOCATION"] == worker_cache_location(configured, worker_id)
