@@ -20,6 +20,7 @@ from django.db import DEFAULT_DB_ALIAS, OperationalError, connections, models, r
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.utils import CursorWrapper
 from django.db.migrations import AddIndex, RemoveIndex
+from psycopg._queries import PostgresQuery, _query2pg_nocache
 
 T = TypeVar("T")
 LOCK_NOT_GRANTED = "55P03"  # PostgreSQL's lock_not_available
@@ -95,6 +96,38 @@ def with_lock_timeout(
 
 _NEVER = 2**62
 
+# How many statements' conversions a process keeps (`_KnownQuery`): the prepared cursors'
+# statements are of fixed text, a few dozen shapes in all.
+_KNOWN_STATEMENTS = 512
+
+
+@functools.lru_cache(maxsize=_KNOWN_STATEMENTS)
+def _converted(query: str, encoding: str) -> Any:
+    return _query2pg_nocache(query.encode(encoding), encoding)
+
+
+class _KnownQuery(PostgresQuery):
+    """psycopg's conversion of a statement's `%s` / `%(name)s` placeholders to `$n`, kept
+    per statement text whatever its length.
+
+    psycopg keeps it only for statements under 4 KB with at most 50 parameters (an ORM's
+    INSERT of many rows would fill its cache) and splits any other statement with a
+    regular expression at every run, prepared or not. A report's rollup statement is 9 KB
+    of about 600 placeholders: splitting it again took a quarter of an endpoint summary's
+    time in `cursor.execute` (bench/README.md). The statements run through `bound_cursor`
+    are of fixed text, so keeping their conversions costs a bounded few MB.
+    """
+
+    __slots__ = ()
+
+    def convert(self, query: Any, vars: Any) -> None:
+        if vars is None or not isinstance(query, str):
+            super().convert(query, vars)
+            return
+        converted = _converted(query, self._tx.encoding)
+        self.query, self._want_formats, self._order, self._parts = converted
+        self.dump(vars)
+
 
 class _PreparedCursor(psycopg.Cursor[Any]):
     """A psycopg cursor whose statements are prepared on the server at their first run.
@@ -112,6 +145,7 @@ class _PreparedCursor(psycopg.Cursor[Any]):
     """
 
     binary_results = False
+    _query_cls = _KnownQuery
 
     def execute(  # same signature as psycopg's, other defaults for `prepare` and `binary`
         self,
