@@ -5,7 +5,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import NamedTuple
+from typing import NamedTuple, cast
 from uuid import UUID
 
 from accounts.models import Project
@@ -86,6 +86,7 @@ class Reads:
             tuple[type[Rollup], Window, bool], dict[UUID, dict[datetime, Latency]]
         ] = {}
         self._coverage: list[tuple[Window, dict[UUID, Coverage]]] = []
+        self._rates: dict[Window, dict[UUID, Latency]] = {}
 
     def latency(self, window: Window, histograms: bool = True) -> dict[UUID, Latency]:
         """`selectors.latency` of the items over a window; rows read with histograms
@@ -114,23 +115,30 @@ class Reads:
         for position, (window, figures) in enumerate(zip(wanted, found, strict=True)):
             self._latency[window, position == index] = figures
 
+    def rates(self, windows: Sequence[Window]) -> list[dict[UUID, Latency]]:
+        """Checks and failures per item in each window (their response-time figures
+        empty): from latency already read where it was, the rest read together, their
+        checks and failures only (`selectors.rollup_figures`, `rates_only`)."""
+        missing = list(dict.fromkeys(w for w in windows if self._counted(w) is None))
+        if missing:
+            owners = self.items.owners
+            read = selectors.rollup_figures(owners, missing, self.now, rates_only=True)
+            self._rates.update(zip(missing, read, strict=True))
+        return [cast(dict[UUID, Latency], self._counted(window)) for window in windows]
+
+    def _counted(self, window: Window) -> dict[UUID, Latency] | None:
+        """The window's rows read already, with or without their response-time figures."""
+        for key in ((window, True), (window, False)):
+            if key in self._latency:
+                return self._latency[key]
+        return self._rates.get(window)
+
     def checks(self, windows: Sequence[Window]) -> dict[UUID, list[int]]:
-        """Checks per item in each window: from latency already read where it was, the
-        rest counted together (`selectors.check_counts`)."""
+        """Checks per item in each window (`rates`)."""
         counts: dict[UUID, list[int]] = defaultdict(lambda: [0] * len(windows))
-        missing: list[int] = []
-        for index, window in enumerate(windows):
-            read = self._latency.get((window, True), self._latency.get((window, False)))
-            if read is None:
-                missing.append(index)
-                continue
+        for index, read in enumerate(self.rates(windows)):
             for key, stats in read.items():
                 counts[key][index] = stats.count
-        if missing:
-            chosen = [windows[index] for index in missing]
-            for key, found in selectors.check_counts(self.items.owners, chosen, self.now).items():
-                for index, value in zip(missing, found, strict=True):
-                    counts[key][index] = value
         return counts
 
     def series(

@@ -80,12 +80,10 @@ def uptime(
 ) -> list[UptimeRow]:
     """Per item: time-weighted uptime and check success rate over 24 h, 7 d and 30 d,
     with the checks in each: the SLA route's reads (coverage, then one rollup statement
-    for the three periods, index-only on PostgreSQL)."""
+    for the three periods' checks and failures, index-only on PostgreSQL)."""
     end = min(end, now)
     reads = reads or Reads(items, now)
-    windows = _uptime_windows(end)
-    reads.figures(windows)
-    rates = [reads.latency(within, histograms=False) for within in windows]
+    rates = reads.rates(_uptime_windows(end))
     covered = reads.coverage(Window(end - PERIODS["30d"], end))
     rows: list[UptimeRow] = []
     for key, identity, endpoints in items.rows():

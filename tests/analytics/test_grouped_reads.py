@@ -90,6 +90,44 @@ def test_a_windows_figures_equal_its_own_read(cast, fleet):
     assert together[1][endpoints[0].pk].percentile(0.95) is not None
 
 
+@pytest.mark.parametrize("grouped", [False, True], ids=["per-endpoint", "per-project"])
+def test_a_rates_only_read_counts_what_the_full_read_counts(cast, fleet, grouped):
+    endpoints = fleet(4)
+    owners = {e.pk: e.project_id if grouped else e.pk for e in endpoints}
+    windows = [Window(NOW - period, NOW) for period in (DAY, 7 * DAY, 30 * DAY)]
+    windows.append(Window(T0 + 2 * DAY + 7 * MINUTE, T0 + 5 * DAY + 3 * HOUR))
+
+    full = selectors.rollup_figures(owners, windows, NOW)
+    with CaptureQueriesContext(connection) as queries:
+        rates = selectors.rollup_figures(owners, windows, NOW, rates_only=True)
+
+    def counted(found):
+        return {key: (stats.count, stats.failures) for key, stats in found.items()}
+
+    assert [counted(found) for found in rates] == [counted(found) for found in full]
+    assert all(sum(f for _, f in counted(found).values()) for found in rates)  # not vacuous
+    for found in rates:  # no response-time figure, rather than a wrong one
+        assert all(stats.timed == 0 and stats.max_ms is None for stats in found.values())
+    (statement,) = [query["sql"] for query in queries.captured_queries]
+    assert "sum_ms" not in statement
+    assert "max_ms" not in statement
+    with pytest.raises(ValueError, match="percentiles"):
+        selectors.rollup_figures(owners, windows, NOW, percentiles=0, rates_only=True)
+
+
+def test_the_uptime_route_reads_checks_and_failures_only(api, cast, fleet):
+    fleet(2)
+    with time_machine.travel(NOW, tick=False):
+        api.as_user(cast.owner)
+        with CaptureQueriesContext(connection) as queries:
+            response = api.get(URL + "uptime", {"group_by": "project"})
+    assert response.status_code == 200, response.content
+    rollup_reads = [q["sql"] for q in queries.captured_queries if "analytics_rollup" in q["sql"]]
+    assert len(rollup_reads) == 1
+    assert "failures" in rollup_reads[0]
+    assert "sum_ms" not in rollup_reads[0]
+
+
 def test_the_organization_summary_route_equals_each_endpoints_own(api, cast, fleet):
     fleet(5)
     with time_machine.travel(NOW, tick=False):
