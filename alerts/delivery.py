@@ -124,6 +124,7 @@ def openings_release(*, now: datetime | None = None, limit: int = 500) -> int:
             incident.pk: incident
             for incident in Incident.objects.select_for_update(skip_locked=True, of=("self",))
             .select_related("endpoint")
+            .defer("endpoint__target", "endpoint__config")  # not decrypted for nothing
             .filter(pk__in={d.incident_id for d in held})
         }
         held = [d for d in held if d.incident_id in incidents]  # the rest: next sweep

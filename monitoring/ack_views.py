@@ -130,7 +130,11 @@ def ack(request: HttpRequest, token: str) -> HttpResponse:
         return response
     incident_id = ack_token_incident_id(token)
     incident = (
-        Incident.objects.select_related("endpoint").filter(pk=incident_id).first()
+        # The page names the endpoint: its target and config are not decrypted for that.
+        Incident.objects.select_related("endpoint")
+        .defer("endpoint__target", "endpoint__config")
+        .filter(pk=incident_id)
+        .first()
         if incident_id
         else None
     )

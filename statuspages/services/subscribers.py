@@ -403,6 +403,8 @@ def subscriber_mails_send(*, mail_ids: list[int]) -> SendOutcome:
     mails = (
         SubscriberMail.objects.filter(pk__in=mail_ids, sent_at__isnull=True)
         .select_related("subscriber__page", "update__incident__endpoint", "maintenance")
+        # A mail names the endpoint: its target and config are not decrypted for that.
+        .defer("update__incident__endpoint__target", "update__incident__endpoint__config")
         .order_by("id")
     )
     sent, failed = 0, []

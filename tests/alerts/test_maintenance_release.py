@@ -18,7 +18,7 @@ from alerts.delivery import HELD_HORIZON, openings_release
 from alerts.models import Delivery, DeliveryStatus, MaintenanceWindow
 from alerts.services import event_key
 from alerts.tasks import dispatch_deliveries
-from monitoring.models import Incident
+from monitoring.models import Endpoint, Incident
 from tests.alerts.receiver import webhook
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("loopback_allowed")]
@@ -72,6 +72,20 @@ def test_an_outage_that_outlasts_its_window_is_told_of_when_the_window_ends(
     go_down(endpoint, ok=True, at=now + timedelta(minutes=40))
     assert events(receiver) == ["incident.opened", "incident.resolved"]
     assert release(now + timedelta(minutes=50)) == 0  # nothing is sent twice
+
+
+def test_the_release_decrypts_no_endpoints_target(cast, endpoint, receiver, go_down, monkeypatch):
+    webhook(cast, receiver.url)
+    now = timezone.now()
+    window(cast, now - timedelta(minutes=5), now + timedelta(minutes=30))
+    go_down(endpoint, at=now)
+
+    def refuse(*args: Any) -> Any:
+        raise AssertionError("an endpoint's target or config was decrypted")
+
+    for name in ("target", "config"):
+        monkeypatch.setattr(Endpoint._meta.get_field(name), "from_db_value", refuse)
+    assert openings_release(now=now + timedelta(minutes=30, seconds=3)) == 1
 
 
 def test_an_outage_over_before_its_window_ends_is_never_told(

@@ -20,7 +20,7 @@ from monitoring.acknowledgement import (
     incident_acknowledge,
 )
 from monitoring.incidents import incident_declare
-from monitoring.models import ActivityKind, Incident, IncidentActivity
+from monitoring.models import ActivityKind, Endpoint, Incident, IncidentActivity
 
 T0 = datetime(2030, 1, 1, 12, 0, tzinfo=UTC)
 TARGET = "https://user:hunter2@checkout.internal/health"
@@ -70,6 +70,20 @@ def test_a_get_shows_the_incident_and_changes_nothing(client, cast, incident):
     incident.refresh_from_db()
     assert incident.acknowledged_at is None
     assert not acknowledgements().exists()
+
+
+def test_the_page_and_the_acknowledgement_decrypt_no_endpoints_target(
+    client, incident, monkeypatch
+):
+    def refuse(*args):
+        raise AssertionError("an endpoint's target or config was decrypted")
+
+    for name in ("target", "config"):
+        monkeypatch.setattr(Endpoint._meta.get_field(name), "from_db_value", refuse)
+
+    assert client.get(path(incident.pk)).status_code == 200
+    assert client.post(path(incident.pk)).status_code == 200
+    assert acknowledgements().count() == 1
 
 
 def test_a_head_changes_nothing_either(client, incident):
