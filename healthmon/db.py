@@ -97,8 +97,9 @@ def with_lock_timeout(
 _NEVER = 2**62
 
 # How many statements' conversions a process keeps (`_KnownQuery`): the prepared cursors'
-# statements are of fixed text, a few dozen shapes in all.
-_KNOWN_STATEMENTS = 512
+# statements are of fixed text, a few dozen shapes in a process. A conversion of 600
+# placeholders takes about 160 KB: 20 MB at the very most.
+_KNOWN_STATEMENTS = 128
 
 
 @functools.lru_cache(maxsize=_KNOWN_STATEMENTS)
@@ -115,7 +116,7 @@ class _KnownQuery(PostgresQuery):
     regular expression at every run, prepared or not. A report's rollup statement is 9 KB
     of about 600 placeholders: splitting it again took a quarter of an endpoint summary's
     time in `cursor.execute` (bench/README.md). The statements run through `bound_cursor`
-    are of fixed text, so keeping their conversions costs a bounded few MB.
+    are of fixed text, so keeping their conversions costs a few MB (`_KNOWN_STATEMENTS`).
     """
 
     __slots__ = ()
