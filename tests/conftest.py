@@ -230,6 +230,18 @@ def make_endpoint() -> Callable[..., Endpoint]:
 
 
 @pytest.fixture
+def endpoint_secrets_unread(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fail any read that decrypts an endpoint's target or config: reads that only name an
+    endpoint load neither."""
+
+    def refuse(*args: Any) -> Any:
+        raise AssertionError("an endpoint's target or config was decrypted")
+
+    for name in ("target", "config"):
+        monkeypatch.setattr(Endpoint._meta.get_field(name), "from_db_value", refuse)
+
+
+@pytest.fixture
 def outbox() -> list[mail.EmailMessage]:
     """Mails sent during the test (Django's locmem backend)."""
     return mail.outbox
