@@ -28,15 +28,13 @@ from alerts.models import (
     NotificationChannel,
 )
 from alerts.services import channel_update, escalation_policy_delete, maintenance_window_save
+from healthmon.encryption import encrypted_fields
 from healthmon.errors import InvalidInput
 from monitoring.models import Endpoint
 
-# Never loaded by an admin query: decrypting them would be the first step to showing them.
-CHANNEL_SECRETS = ("config", "secret")
-
 
 def _endpoints() -> QuerySet[Endpoint]:
-    return Endpoint.objects.defer("target", "config")
+    return Endpoint.objects.without_secrets()
 
 
 class ScopeForm(forms.ModelForm):
@@ -194,7 +192,7 @@ class NotificationChannelAdmin(_ScopedAdmin):
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[NotificationChannel]:
         """Leave the encrypted columns out of every admin query."""
-        return super().get_queryset(request).defer(*CHANNEL_SECRETS)
+        return super().get_queryset(request).defer(*encrypted_fields(NotificationChannel))
 
     def deleting(self, obj: Any) -> None:
         """`channel_delete`."""
@@ -210,7 +208,7 @@ class NotificationChannelAdmin(_ScopedAdmin):
     ) -> None:
         """Save through `channel_update` from the stored row (turning a channel on again
         clears its failing flag); projects and endpoints follow with the form's m2m."""
-        stored = NotificationChannel.objects.defer(*CHANNEL_SECRETS).select_for_update()
+        stored = NotificationChannel.objects.without_secrets().select_for_update()
         changed = form.changed_data
         channel_update(
             channel=stored.get(pk=obj.pk),
@@ -266,7 +264,7 @@ class DeliveryAdmin(_HistoryAdmin):
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Delivery]:
         """Deliveries with their channel's name, never its encrypted columns."""
-        secrets = [f"channel__{name}" for name in CHANNEL_SECRETS]
+        secrets = encrypted_fields(NotificationChannel, "channel")
         return super().get_queryset(request).select_related("channel").defer(*secrets)
 
 

@@ -44,6 +44,7 @@ from alerts.models import (
 from alerts.standard_webhooks import signed_headers
 from alerts.transport import MAX_ERROR_LENGTH, Sent, post_json
 from healthmon import metrics
+from healthmon.encryption import encrypted_fields
 from healthmon.logging import get_logger
 from healthmon.queue import enqueue
 from monitoring.models import ActivityKind, Endpoint, Incident, IncidentActivity
@@ -124,7 +125,7 @@ def openings_release(*, now: datetime | None = None, limit: int = 500) -> int:
             incident.pk: incident
             for incident in Incident.objects.select_for_update(skip_locked=True, of=("self",))
             .select_related("endpoint")
-            .defer("endpoint__target", "endpoint__config")  # not decrypted for nothing
+            .defer(*encrypted_fields(Endpoint, "endpoint"))  # not decrypted for nothing
             .filter(pk__in={d.incident_id for d in held})
         }
         held = [d for d in held if d.incident_id in incidents]  # the rest: next sweep

@@ -67,7 +67,7 @@ def steps(value: Any, *, organization_id: uuid.UUID) -> list[StepInput]:
         raise InvalidInput({"steps": [NO_STEPS if not value else TOO_MANY_STEPS]})
     wanted = {pk for item in value for pk in _channel_ids(item)}
     found = NotificationChannel.objects.filter(organization_id=organization_id, pk__in=wanted)
-    channels = {channel.pk: channel for channel in found.defer("config", "secret")}
+    channels = {channel.pk: channel for channel in found.without_secrets()}
     checked: list[StepInput] = []
     previous: int | None = None
     for index, item in enumerate(value):

@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from accounts.models import Organization, Project, User
 from alerts import recurrence
-from healthmon.encryption import EncryptedJSONField, EncryptedTextField
+from healthmon.encryption import EncryptedJSONField, EncryptedTextField, SecretsQuerySet
 from monitoring.models import Endpoint, Incident, visible_project_ids
 
 WEEK = timedelta(days=7)
@@ -42,7 +42,7 @@ URL_KINDS = frozenset(
 )
 
 
-class ScopedQuerySet(models.QuerySet):
+class ScopedQuerySet(SecretsQuerySet):
     """Filters shared by channels and windows: both belong to an organization and may be
     narrowed to some of its projects and endpoints."""
 

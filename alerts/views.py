@@ -46,7 +46,7 @@ def _channels(user: User) -> list[NotificationChannel]:
         .only("channel", "event", "status", "occurred_at", "created_at", "last_error")
         .order_by("-created_at", "-id")[:RECENT_DELIVERIES]
     )
-    rows = NotificationChannel.objects.visible_to(user).defer("config", "secret")
+    rows = NotificationChannel.objects.visible_to(user).without_secrets()
     return list(rows.prefetch_related(Prefetch("deliveries", recent, to_attr="recent")))
 
 

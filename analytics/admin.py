@@ -7,6 +7,8 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from analytics.models import DayRollup, FiveMinuteRollup, HourRollup, Rollup, RollupFold
+from healthmon.encryption import encrypted_fields
+from monitoring.models import Endpoint
 
 
 class RollupAdmin(admin.ModelAdmin):
@@ -34,7 +36,7 @@ class RollupAdmin(admin.ModelAdmin):
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Rollup]:
         """Rows with their endpoint's name, never its encrypted target and config."""
-        return super().get_queryset(request).defer("endpoint__target", "endpoint__config")
+        return super().get_queryset(request).defer(*encrypted_fields(Endpoint, "endpoint"))
 
     @admin.display(description="Avg ms")
     def avg_ms(self, row: Rollup) -> str:

@@ -195,7 +195,7 @@ def _compared(request: HttpRequest, user: User) -> list[Endpoint]:
         endpoint.pk: endpoint
         for endpoint in Endpoint.objects.visible_to(user)
         .select_related("project")
-        .defer("target", "config")
+        .without_secrets()
         .filter(pk__in=ids)
     }
     if len(found) != len(ids):

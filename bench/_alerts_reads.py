@@ -240,7 +240,7 @@ def _sla_world() -> tuple[Any, Any, list[Any], str]:
         for i, endpoint in enumerate(endpoints)
         for k in range(5)
     )
-    page = list(Endpoint.objects.filter(project=project).defer("target", "config").order_by("name"))
+    page = list(Endpoint.objects.filter(project=project).without_secrets().order_by("name"))
     return org, owner, page, key
 
 

@@ -255,7 +255,7 @@ def org_metric(
 
     month = Window(world.end - timedelta(days=30), world.end)
     members = {
-        org.pk: list(Endpoint.objects.for_org(org).defer("target", "config").order_by("name"))
+        org.pk: list(Endpoint.objects.for_org(org).without_secrets().order_by("name"))
         for org in orgs
     }
     order = [orgs[n % len(orgs)] for n in range(reps)]

@@ -136,7 +136,7 @@ def load_world() -> World:
         meta = cursor.fetchone()[0]
         meta = json.loads(meta) if isinstance(meta, str) else meta
     tenants = list(Organization.objects.filter(name__startswith="Tenant ").order_by("name"))
-    endpoints = list(Endpoint.objects.filter(name__startswith="Service ").defer("target", "config"))
+    endpoints = list(Endpoint.objects.filter(name__startswith="Service ").without_secrets())
     endpoints.sort(key=lambda endpoint: endpoint.name)
     world = World(
         layout=layout_for(meta["scale"]),

@@ -8,7 +8,7 @@ putting a new one first and re-saving rows at leisure. The keys are independent 
 
 import json
 from functools import cache
-from typing import Any
+from typing import Any, Self, TypeVar
 
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 from django.conf import settings
@@ -16,6 +16,8 @@ from django.core.exceptions import ImproperlyConfigured
 from django.db import models
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models.expressions import Expression
+
+_M = TypeVar("_M", bound=models.Model)
 
 
 class DecryptionError(ImproperlyConfigured):
@@ -87,3 +89,28 @@ class EncryptedJSONField(EncryptedTextField):
 
     def _load(self, text: str) -> Any:
         return json.loads(text)
+
+
+@cache
+def _encrypted_names(model: type[models.Model]) -> tuple[str, ...]:
+    fields = model._meta.concrete_fields
+    return tuple(field.name for field in fields if isinstance(field, EncryptedTextField))
+
+
+def encrypted_fields(model: type[models.Model], through: str = "") -> tuple[str, ...]:
+    """Name a model's encrypted fields, under a relation's path when one is given.
+
+    What `defer()` takes to read rows, or the rows they relate to (`through="endpoint"`,
+    `"update__incident__endpoint"`), without decrypting anything: read from the fields
+    themselves, so a secret added later is deferred wherever its model's are.
+    """
+    prefix = f"{through}__" if through else ""
+    return tuple(prefix + name for name in _encrypted_names(model))
+
+
+class SecretsQuerySet(models.QuerySet[_M]):
+    """A queryset of a model with encrypted fields."""
+
+    def without_secrets(self) -> Self:
+        """Leave the encrypted fields unread: for reads that show, filter or name rows."""
+        return self.defer(*encrypted_fields(self.model))

@@ -27,5 +27,5 @@ def access_ping(endpoint: Endpoint, ping_id: object) -> Ping:
 
 def access_endpoints(caller: User, endpoint_ids: Iterable[uuid.UUID]) -> list[Endpoint]:
     """Endpoints by id for a request body; an id the caller cannot see is a validation error."""
-    visible = Endpoint.objects.visible_to(caller).defer("target", "config")
+    visible = Endpoint.objects.visible_to(caller).without_secrets()
     return get_all_or_invalid(visible, endpoint_ids, "endpoint")

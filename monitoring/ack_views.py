@@ -19,10 +19,11 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_http_methods
 
 from accounts.audit import client_ip
+from healthmon.encryption import encrypted_fields
 from monitoring.acknowledgement import ack_token_incident_id, incident_acknowledge
 from monitoring.errors import IncidentResolved
 from monitoring.incidents import incident_title
-from monitoring.models import AckVia, Incident
+from monitoring.models import AckVia, Endpoint, Incident
 
 logger = logging.getLogger(__name__)
 
@@ -132,7 +133,7 @@ def ack(request: HttpRequest, token: str) -> HttpResponse:
     incident = (
         # The page names the endpoint: its target and config are not decrypted for that.
         Incident.objects.select_related("endpoint")
-        .defer("endpoint__target", "endpoint__config")
+        .defer(*encrypted_fields(Endpoint, "endpoint"))
         .filter(pk=incident_id)
         .first()
         if incident_id

@@ -9,6 +9,7 @@ from django.db.models import QuerySet
 from django.forms.models import BaseInlineFormSet
 from django.http import HttpRequest
 
+from healthmon.encryption import encrypted_fields
 from monitoring.locations import default_slug, listed_location_slugs, shown_slug, stored_slug
 from monitoring.models import (
     CheckResult,
@@ -35,7 +36,6 @@ from monitoring.services import (
 from monitoring.validation.locations import locations_errors, quorum_error
 
 # Loading an endpoint through a relation would decrypt these for nothing.
-ENCRYPTED_ENDPOINT_FIELDS = ("endpoint__target", "endpoint__config")
 
 
 class LatestFormSet(BaseInlineFormSet):
@@ -199,7 +199,7 @@ class EndpointAdmin(admin.ModelAdmin):
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Endpoint]:
         """Leave the encrypted columns out of every admin query."""
-        return super().get_queryset(request).defer("target", "config")
+        return super().get_queryset(request).defer(*encrypted_fields(Endpoint))
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         """Endpoints are created through the API and dashboards, which validate targets."""
@@ -233,7 +233,7 @@ class _HistoryAdmin(admin.ModelAdmin):
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
         """Rows with their endpoint's name, never its encrypted columns."""
-        return super().get_queryset(request).defer(*ENCRYPTED_ENDPOINT_FIELDS)
+        return super().get_queryset(request).defer(*encrypted_fields(Endpoint, "endpoint"))
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         """Only the probe engine writes history."""

@@ -285,7 +285,7 @@ def _endpoints(
 ) -> dict[uuid.UUID, Endpoint]:
     """The endpoints named, by id; refuses, under each section's `endpoints`, ids the caller
     cannot see and ids already shown earlier on the page."""
-    visible = Endpoint.objects.visible_to(caller).defer("target", "config")
+    visible = Endpoint.objects.visible_to(caller).without_secrets()
     wanted = {pk for _, pks in parsed for pk in pks}
     found = {row.pk: row for row in visible.filter(pk__in=wanted)}
     seen: set[uuid.UUID] = set()

@@ -5,9 +5,19 @@ import io
 import pytest
 from cryptography.fernet import Fernet
 from django.core.management import call_command
-from django.db import connection
+from django.db import connection, models
+from django.test.utils import isolate_apps
 
-from healthmon.encryption import DecryptionError, decrypt, encrypt
+from alerts.models import MaintenanceWindow, NotificationChannel
+from alerts.services import channel_create
+from healthmon.encryption import (
+    DecryptionError,
+    EncryptedJSONField,
+    EncryptedTextField,
+    decrypt,
+    encrypt,
+    encrypted_fields,
+)
 from monitoring.models import Endpoint
 
 TARGET = "redis://:redis-pass-77@cache.test:6379/0"
@@ -55,3 +65,59 @@ def test_a_missing_key_fails_loudly_rather_than_returning_garbage(cast, make_end
 
     with pytest.raises(DecryptionError, match="FIELD_ENCRYPTION_KEYS"):
         Endpoint.objects.get(pk=endpoint.pk)
+
+
+def test_the_encrypted_fields_are_named_from_the_models_fields():
+    assert encrypted_fields(Endpoint) == ("target", "config")
+    assert encrypted_fields(NotificationChannel) == ("config", "secret")
+    assert encrypted_fields(MaintenanceWindow) == ()
+    assert encrypted_fields(Endpoint, "update__incident__endpoint") == (
+        "update__incident__endpoint__target",
+        "update__incident__endpoint__config",
+    )
+
+
+@isolate_apps("monitoring")
+def test_a_secret_added_to_a_model_is_named_with_the_others():
+    class Probe(models.Model):
+        name = models.CharField(max_length=20)
+        password = EncryptedTextField()
+        headers = EncryptedJSONField(default=dict)
+
+        class Meta:
+            app_label = "monitoring"
+
+    assert encrypted_fields(Probe, "probe") == ("probe__password", "probe__headers")
+
+
+def test_endpoints_without_secrets_are_read_without_decrypting(cast, make_endpoint, request):
+    made = make_endpoint(cast.project, type="redis", target=TARGET)
+    request.getfixturevalue("endpoint_secrets_unread")
+
+    (endpoint,) = Endpoint.objects.for_org(cast.org).without_secrets()
+
+    assert (endpoint.pk, endpoint.name, endpoint.target_masked) == (
+        made.pk,
+        made.name,
+        made.target_masked,
+    )
+    with pytest.raises(AssertionError, match="decrypted"):
+        Endpoint.objects.get(pk=made.pk)  # the fixture bites on a plain read
+
+
+def test_channels_without_secrets_are_read_without_decrypting(cast, monkeypatch):
+    made = channel_create(
+        organization=cast.org, name="Hook", kind="webhook", config={"url": "https://h.test/x"}
+    )
+
+    def refuse(*args):
+        raise AssertionError("a channel's config or secret was decrypted")
+
+    for name in ("config", "secret"):
+        monkeypatch.setattr(NotificationChannel._meta.get_field(name), "from_db_value", refuse)
+
+    (channel,) = NotificationChannel.objects.for_org(cast.org).without_secrets()
+
+    assert (channel.pk, channel.name, channel.kind) == (made.pk, "Hook", "webhook")
+    with pytest.raises(AssertionError, match="decrypted"):
+        NotificationChannel.objects.get(pk=made.pk)

@@ -128,7 +128,7 @@ class NotificationChannelViewSet(viewsets.ModelViewSet):
         if getattr(self, "swagger_fake_view", False):
             return NotificationChannel.objects.none()
         channels = NotificationChannel.objects.visible_to(caller(self.request))
-        return channels.defer("config", "secret")
+        return channels.without_secrets()
 
     def get_object(self) -> NotificationChannel:
         """A channel the caller can see, else 404."""

@@ -30,6 +30,7 @@ from alerts.services.events import (
     _suppressed_openings,
     event_key,
 )
+from healthmon.encryption import encrypted_fields
 from monitoring.models import (
     ActivityKind,
     Endpoint,
@@ -155,11 +156,11 @@ def _hearing(
 def _incidents(ids: set[uuid.UUID]) -> dict[uuid.UUID, Incident]:
     """The incidents with their endpoint and project, declared endpoints, and acknowledger,
     in a fixed number of queries (no endpoint's target is read)."""
-    declared = Endpoint.objects.defer("target", "config").order_by("name", "id")
+    declared = Endpoint.objects.without_secrets().order_by("name", "id")
     rows = (
         Incident.objects.filter(pk__in=ids)
         .select_related("endpoint__project", "acknowledged_by")
-        .defer("endpoint__target", "endpoint__config")
+        .defer(*encrypted_fields(Endpoint, "endpoint"))
         .prefetch_related(Prefetch("endpoints", declared))
     )
     return {incident.pk: incident for incident in rows}

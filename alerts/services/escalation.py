@@ -34,6 +34,7 @@ from alerts.models import (
     NotificationEvent,
     load_scopes,
 )
+from healthmon.encryption import encrypted_fields
 from healthmon.intervals import Interval
 from monitoring.models import ActivityKind, Endpoint, Incident, IncidentActivity, IncidentKind
 
@@ -228,12 +229,12 @@ def _load(claimed: Sequence[Escalation], now: datetime) -> _Batch:
         incident.pk: incident
         for incident in Incident.objects.filter(pk__in=[e.incident_id for e in claimed])
         .select_related("endpoint__project")
-        .defer("endpoint__target", "endpoint__config")
+        .defer(*encrypted_fields(Endpoint, "endpoint"))
     }
     policies = list(EscalationPolicy.objects.filter(pk__in={e.policy_id for e in claimed}))
     load_steps(policies)
     wanted = {pk for p in policies for step in p.step_list for pk in step.channel_ids}  # type: ignore[attr-defined]
-    channels = NotificationChannel.objects.filter(pk__in=wanted).defer("config", "secret")
+    channels = NotificationChannel.objects.filter(pk__in=wanted).without_secrets()
     live = [i for i in incidents.values() if i.resolved_at is None and i.endpoint is not None]
     endpoints = list({i.measured_endpoint_id: i.measured_endpoint for i in live}.values())
     openings = Delivery.objects.filter(

@@ -100,7 +100,7 @@ class EndpointViewSet(viewsets.ModelViewSet):
         """Visible endpoints, without decrypting (the masked forms are shown)."""
         if getattr(self, "swagger_fake_view", False):
             return Endpoint.objects.none()
-        return Endpoint.objects.visible_to(caller(self.request)).defer("target", "config")
+        return Endpoint.objects.visible_to(caller(self.request)).without_secrets()
 
     def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         """A page of endpoints, read as rows of the shown columns (no model instances);

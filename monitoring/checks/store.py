@@ -46,7 +46,7 @@ def endpoints_lock(*, ids: Sequence[UUID], skip_locked: bool = False) -> dict[UU
     """
     if connection.vendor == "postgresql":
         return _lock_on_postgresql(ids, skip_locked)
-    locked = Endpoint.objects.defer("target", "config").select_related("project")
+    locked = Endpoint.objects.without_secrets().select_related("project")
     locked = locked.select_for_update(no_key=True, of=("self",), skip_locked=skip_locked)
     return locked.order_by("pk").in_bulk(list(ids))
 

@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from accounts.models import Organization, Project, ProjectAccess, User
 from healthmon.db import fetch_prepared
-from healthmon.encryption import EncryptedJSONField, EncryptedTextField
+from healthmon.encryption import EncryptedJSONField, EncryptedTextField, SecretsQuerySet
 
 MAX_INTERVAL_SECONDS = 86_400
 # A heartbeat's period and grace may be long: a yearly job still pings.
@@ -129,7 +129,7 @@ def as_uuid(value: object) -> uuid.UUID:
     return value if isinstance(value, uuid.UUID) else uuid.UUID(str(value))
 
 
-class EndpointQuerySet(models.QuerySet["Endpoint"]):
+class EndpointQuerySet(SecretsQuerySet["Endpoint"]):
     """Reusable endpoint filters."""
 
     def for_org(self, organization: Organization) -> "EndpointQuerySet":

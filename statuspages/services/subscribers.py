@@ -35,9 +35,10 @@ from django.utils import timezone
 
 from accounts.models import normalize_email
 from alerts.models import MaintenanceWindow
+from healthmon.encryption import encrypted_fields
 from healthmon.errors import InvalidInput
 from healthmon.queue import enqueue_on_commit
-from monitoring.models import Incident, IncidentUpdate
+from monitoring.models import Endpoint, Incident, IncidentUpdate
 from statuspages.models import StatusPage, Subscriber, SubscriberMail, Visibility
 from statuspages.services.notices import maintenance_notice_text, maintenance_notices_fan_out
 
@@ -404,7 +405,7 @@ def subscriber_mails_send(*, mail_ids: list[int]) -> SendOutcome:
         SubscriberMail.objects.filter(pk__in=mail_ids, sent_at__isnull=True)
         .select_related("subscriber__page", "update__incident__endpoint", "maintenance")
         # A mail names the endpoint: its target and config are not decrypted for that.
-        .defer("update__incident__endpoint__target", "update__incident__endpoint__config")
+        .defer(*encrypted_fields(Endpoint, "update__incident__endpoint"))
         .order_by("id")
     )
     sent, failed = 0, []

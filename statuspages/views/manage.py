@@ -24,7 +24,7 @@ from statuspages.models import StatusPage
 def _endpoints(user: User) -> list[Endpoint]:
     """The endpoints the user may put on a page, by project and name."""
     visible = Endpoint.objects.visible_to(user).select_related("project")
-    return list(visible.defer("target", "config").order_by("project__name", "name", "id"))
+    return list(visible.without_secrets().order_by("project__name", "name", "id"))
 
 
 @member_required
