@@ -4,14 +4,18 @@ An interval is a `(start, end)` pair of aware datetimes meaning [start, end). Li
 to `intersect` and `subtract` are sorted and disjoint, as `merge` and `clip` return them;
 each of those runs in one pass over both lists, so an endpoint with hundreds of incidents
 and hundreds of weekly maintenance pieces stays linear (a subtract that rebuilt its pieces
-for every hole made a 50-endpoint SLA page 16x slower).
+for every hole made a 50-endpoint SLA page 16x slower). Bounds are taken with conditional
+expressions, not `max()` and `min()`: about five times faster on datetimes, and a report of
+100 endpoints takes thousands of them.
 """
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 Interval = tuple[datetime, datetime]
+
+_NONE = timedelta(0)
 
 
 @dataclass(frozen=True)
@@ -38,7 +42,7 @@ class Window:
 def clip(intervals: Iterable[Interval], window: Window) -> list[Interval]:
     """The parts of the intervals inside the window, empty ones left out (order kept)."""
     start, end = window.start, window.end
-    clipped = [(max(s, start), min(e, end)) for s, e in intervals]
+    clipped = [(s if s > start else start, e if e < end else end) for s, e in intervals]
     return [(s, e) for s, e in clipped if e > s]
 
 
@@ -60,7 +64,8 @@ def intersect(first: Sequence[Interval], second: Sequence[Interval]) -> list[Int
     i = j = 0
     while i < len(first) and j < len(second):
         (a_start, a_end), (b_start, b_end) = first[i], second[j]
-        start, end = max(a_start, b_start), min(a_end, b_end)
+        start = a_start if a_start > b_start else b_start
+        end = a_end if a_end < b_end else b_end
         if end > start:
             out.append((start, end))
         if a_end <= b_end:
@@ -82,7 +87,7 @@ def subtract(intervals: Sequence[Interval], holes: Sequence[Interval]) -> list[I
             low, high = holes[k]
             if low > start:
                 out.append((start, low))
-            start = max(start, high)
+            start = start if start > high else high
             k += 1
         if end > start:
             out.append((start, end))
@@ -91,10 +96,24 @@ def subtract(intervals: Sequence[Interval], holes: Sequence[Interval]) -> list[I
 
 def length(intervals: Iterable[Interval], within: Window | None = None) -> float:
     """Seconds the intervals last (inside `within` when given); overlaps count twice."""
-    total = 0.0
+    if within is not None:
+        return lengths(intervals, [within])[0]
+    total = _NONE
     for start, end in intervals:
-        if within is not None:
-            start, end = max(start, within.start), min(end, within.end)
         if end > start:
-            total += (end - start).total_seconds()
-    return total
+            total += end - start
+    return total.total_seconds()
+
+
+def lengths(intervals: Iterable[Interval], windows: Sequence[Window]) -> list[float]:
+    """Seconds the intervals last inside each window, in one pass over the intervals
+    (overlaps count twice): a report's 24 h, 7 d and 30 d figures at once."""
+    bounds = [(window.start, window.end) for window in windows]
+    # Added up as timedeltas, exact to the microsecond, made seconds once.
+    totals = [_NONE] * len(bounds)
+    for start, end in intervals:
+        for n, (low, high) in enumerate(bounds):
+            inside = (end if end < high else high) - (start if start > low else low)
+            if inside > _NONE:
+                totals[n] += inside
+    return [total.total_seconds() for total in totals]

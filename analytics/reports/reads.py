@@ -1,6 +1,7 @@
 """What every report reads through: its items (endpoints, or projects standing for their
 endpoints) and the selector reads of one page, made once each."""
 
+import itertools
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -16,7 +17,7 @@ from analytics.rows import (
     Identity,
 )
 from analytics.selectors import Coverage
-from healthmon.intervals import Window
+from healthmon.intervals import Window, length, lengths
 from monitoring.models import Endpoint
 
 # What the reports read of an endpoint (identity, status and creation for the time watched,
@@ -176,8 +177,19 @@ def sum_coverage(
     covered: dict[UUID, Coverage], endpoints: Sequence[Endpoint], within: Window | None = None
 ) -> tuple[float, float]:
     """(watched, down) seconds of these endpoints added up, optionally within a sub-window."""
-    watched = down = 0.0
-    for endpoint in endpoints:
-        w, d = covered[endpoint.pk].seconds(within)
-        watched, down = watched + w, down + d
-    return watched, down
+    if within is not None:
+        return sum_coverage_in(covered, endpoints, [within])[0]
+    found = [covered[endpoint.pk] for endpoint in endpoints]
+    watched = length(itertools.chain.from_iterable(each.watched for each in found))
+    return watched, length(itertools.chain.from_iterable(each.down for each in found))
+
+
+def sum_coverage_in(
+    covered: dict[UUID, Coverage], endpoints: Sequence[Endpoint], windows: Sequence[Window]
+) -> list[tuple[float, float]]:
+    """(watched, down) seconds of these endpoints added up within each window: every
+    endpoint's intervals read once for all of them."""
+    found = [covered[endpoint.pk] for endpoint in endpoints]
+    watched = lengths(itertools.chain.from_iterable(each.watched for each in found), windows)
+    down = lengths(itertools.chain.from_iterable(each.down for each in found), windows)
+    return list(zip(watched, down, strict=True))

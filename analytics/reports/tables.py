@@ -6,7 +6,7 @@ from uuid import UUID
 
 from analytics import selectors
 from analytics.latency import Latency
-from analytics.reports.reads import Items, Reads, sum_coverage
+from analytics.reports.reads import Items, Reads, sum_coverage, sum_coverage_in
 from analytics.rows import (
     EndpointFacts,
     SlaFigures,
@@ -32,9 +32,10 @@ def _uptimes(
     covered: dict[UUID, Coverage], endpoints: Sequence[Endpoint], end: datetime, checks: list[int]
 ) -> Uptimes:
     """Uptime over each of UPTIME_PERIODS to `end`, None where it holds no check."""
+    spans = sum_coverage_in(covered, endpoints, _uptime_windows(end))
     day, week, month = (
-        selectors.uptime_percent(*sum_coverage(covered, endpoints, within), count)
-        for within, count in zip(_uptime_windows(end), checks, strict=True)
+        selectors.uptime_percent(watched, down, count)
+        for (watched, down), count in zip(spans, checks, strict=True)
     )
     return {
         "uptime_24h": day,

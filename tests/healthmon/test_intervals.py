@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from healthmon.intervals import Window, clip, intersect, length, merge, subtract
+from healthmon.intervals import Window, clip, intersect, length, lengths, merge, subtract
 
 T0 = datetime(2026, 11, 1, tzinfo=UTC)
 SPAN = 600  # seconds the random intervals fall in
@@ -134,3 +134,28 @@ def test_merge_covers_exactly_what_its_input_covers(seed):
 
         assert seconds(merged) == seconds(raw)
         assert well_formed(merged)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_lengths_in_several_windows_at_once_are_each_windows_own(seed):
+    rng = random.Random(seed)  # noqa: S311 - reproducible test data, not secrets
+    for _ in range(25):
+        raw = spans(rng, rng.randint(0, 12))  # overlapping ones each count
+        bounds = [sorted(rng.sample(range(SPAN + 1), 2)) for _ in range(rng.randint(1, 4))]
+        windows = [Window(at(low), at(high)) for low, high in bounds]
+
+        found = lengths(raw, windows)
+
+        assert found == [
+            sum(len(seconds([interval]) & set(range(low, high))) for interval in raw)
+            for low, high in bounds
+        ]
+        assert found == [length(raw, window) for window in windows]
+
+
+def test_lengths_add_up_exactly_to_the_microsecond():
+    tenths = [(at(n), at(n) + timedelta(milliseconds=100)) for n in range(10)]
+
+    # Ten float tenths of a second add up to 0.9999999999999999.
+    assert length(tenths) == 1.0
+    assert lengths(tenths, [Window(at(0), at(10)), Window(at(5), at(10))]) == [1.0, 0.5]
