@@ -87,6 +87,9 @@ def test_a_secret_added_to_a_model_is_named_with_the_others():
         class Meta:
             app_label = "monitoring"
 
+        def __str__(self) -> str:
+            return self.name
+
     assert encrypted_fields(Probe, "probe") == ("probe__password", "probe__headers")
 
 
