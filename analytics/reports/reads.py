@@ -136,11 +136,7 @@ class Reads:
 
     def checks(self, windows: Sequence[Window]) -> dict[UUID, list[int]]:
         """Checks per item in each window (`rates`)."""
-        counts: dict[UUID, list[int]] = defaultdict(lambda: [0] * len(windows))
-        for index, read in enumerate(self.rates(windows)):
-            for key, stats in read.items():
-                counts[key][index] = stats.count
-        return counts
+        return selectors.window_counts(self.rates(windows))
 
     def series(
         self, tier: type[Rollup], window: Window, histograms: bool = True
@@ -174,11 +170,9 @@ def _endpoint_identity(endpoint: Endpoint) -> Identity:
 
 
 def sum_coverage(
-    covered: dict[UUID, Coverage], endpoints: Sequence[Endpoint], within: Window | None = None
+    covered: dict[UUID, Coverage], endpoints: Sequence[Endpoint]
 ) -> tuple[float, float]:
-    """(watched, down) seconds of these endpoints added up, optionally within a sub-window."""
-    if within is not None:
-        return sum_coverage_in(covered, endpoints, [within])[0]
+    """(watched, down) seconds of these endpoints added up."""
     found = [covered[endpoint.pk] for endpoint in endpoints]
     watched = length(itertools.chain.from_iterable(each.watched for each in found))
     return watched, length(itertools.chain.from_iterable(each.down for each in found))

@@ -13,6 +13,7 @@ from analytics.selectors.rollups import (
     rollup_figures,
     series,
     series_points,
+    window_counts,
 )
 from analytics.selectors.uptime import (
     UNWATCHED,
@@ -36,4 +37,5 @@ __all__ = [
     "series_points",
     "sla_tiers",
     "uptime_percent",
+    "window_counts",
 ]

@@ -53,9 +53,14 @@ def check_counts(
 ) -> dict[UUID, list[int]]:
     """Checks per owner (see `latency`) in each window, tiled as `latency` tiles it, so
     the counts equal its `count`s."""
-    counts: dict[UUID, list[int]] = defaultdict(lambda: [0] * len(windows))
-    for index, found in enumerate(rollup_figures(owners, windows, now, rates_only=True)):
-        for owner, stats in found.items():
+    return window_counts(rollup_figures(owners, windows, now, rates_only=True))
+
+
+def window_counts(found: Sequence[Mapping[UUID, Latency]]) -> dict[UUID, list[int]]:
+    """Checks per owner in each of several windows' figures (0 in a window it has none)."""
+    counts: dict[UUID, list[int]] = defaultdict(lambda: [0] * len(found))
+    for index, figures in enumerate(found):
+        for owner, stats in figures.items():
             counts[owner][index] = stats.count
     return counts
 
@@ -142,19 +147,28 @@ def rollup_figures(
     return results
 
 
-# The sums of rows per endpoint, per window, under short names (the histogram's keep theirs),
-# and how each window adds up its scans' sums; integer sums of sums stay integers
-# (PostgreSQL would answer `numeric`).
-_SUMS_OF_ROWS = (
-    ("c", "SUM(count)", "BIGINT"),
-    ("f", "SUM(failures)", "BIGINT"),
-    ("t", "SUM(timed)", "BIGINT"),
-    ("s", "SUM(sum_ms)", "DOUBLE PRECISION"),
-    ("lo", "MIN(min_ms)", "DOUBLE PRECISION"),
-    ("hi", "MAX(max_ms)", "DOUBLE PRECISION"),
-)
 _WHOLE = "CAST(SUM({}) AS BIGINT)"
-_WINDOW_SUMS = (_WHOLE, _WHOLE, _WHOLE, "SUM({})", "MIN({})", "MAX({})")
+
+
+class _Total(NamedTuple):
+    """One figure of a window: its scans' sums of rows under a short name (the histogram's
+    keep theirs), their type, and how the window adds them up; integer sums of sums stay
+    integers (PostgreSQL would answer `numeric`)."""
+
+    name: str
+    of_rows: str
+    kind: str
+    of_scans: str
+
+
+_SUMS_OF_ROWS = (
+    _Total("c", "SUM(count)", "BIGINT", _WHOLE),
+    _Total("f", "SUM(failures)", "BIGINT", _WHOLE),
+    _Total("t", "SUM(timed)", "BIGINT", _WHOLE),
+    _Total("s", "SUM(sum_ms)", "DOUBLE PRECISION", "SUM({})"),
+    _Total("lo", "MIN(min_ms)", "DOUBLE PRECISION", "MIN({})"),
+    _Total("hi", "MAX(max_ms)", "DOUBLE PRECISION", "MAX({})"),
+)
 
 
 def _scans(parts: Sequence[_Part]) -> list[list[int]]:
@@ -194,7 +208,7 @@ def _figures_sql(
     windows: int,
     percentiles: int | None,
     using: BaseDatabaseWrapper,
-    totals: Sequence[tuple[str, str, str]] = _SUMS_OF_ROWS,
+    totals: Sequence[_Total] = _SUMS_OF_ROWS,
 ) -> tuple[str, dict[str, Any]]:
     """The statement of `rollup_figures` and its (named) parameters: per window, the
     `totals` of its rows (all of `_SUMS_OF_ROWS`, or the first few).
@@ -237,12 +251,12 @@ def _figures_sql(
         sums = []
         for window in counted:
             only = _only(parts, scan, window)
-            for name, total, kind in totals:
+            for name, of_rows, kind, _ in totals:
                 # Typed: PostgreSQL matches UNION ALL branches' types pairwise.
                 sums.append(
                     f"CAST(NULL AS {kind}) AS {name}{window}"
                     if only is None
-                    else f"{total}{only} AS {name}{window}"
+                    else f"{of_rows}{only} AS {name}{window}"
                 )
         if percentiles is not None:
             only = _only(parts, scan, percentiles)
@@ -267,9 +281,9 @@ def _figures_sql(
             )
     columns = []
     for window in range(windows):
-        for template, (name, _, _) in zip(_WINDOW_SUMS, totals, strict=False):
+        for name, _, _, of_scans in totals:
             # A window with no part (all of it after now) has no rows.
-            columns.append(template.format(f"{name}{window}") if window in counted else "NULL")
+            columns.append(of_scans.format(f"{name}{window}") if window in counted else "NULL")
     if percentiles is not None:
         columns += [_WHOLE.format(name) for name in histogram.FIELDS]
     sql = (

@@ -42,9 +42,9 @@ class Coverage:
     down: list[Interval] = field(default_factory=list)
     maintenance: list[Interval] = field(default_factory=list)
 
-    def seconds(self, within: Window | None = None) -> tuple[float, float]:
-        """(watched, down) seconds, optionally restricted to a sub-window."""
-        return length(self.watched, within), length(self.down, within)
+    def seconds(self) -> tuple[float, float]:
+        """(watched, down) seconds."""
+        return length(self.watched), length(self.down)
 
     def clipped(self, window: Window) -> "Coverage":
         """The coverage of a sub-window: what `coverage` answers for that window."""
