@@ -168,12 +168,15 @@ class _PreparedCursor(psycopg.Cursor[Any]):
 
 
 @contextmanager
-def bound_cursor(alias: str = DEFAULT_DB_ALIAS, *, binary: bool = False) -> Iterator[CursorWrapper]:
+def bound_cursor(
+    alias: str = DEFAULT_DB_ALIAS, *, binary: bool = False, uuid_text: bool = False
+) -> Iterator[CursorWrapper]:
     """A cursor on a PostgreSQL connection whose parameters the server binds, and whose
     statements it prepares once per connection, wrapped as Django wraps its own: execute
     wrappers and the query log see its statements. `binary`: rows in the binary format,
     for statements of plain numbers, uuids and times only (Django reads JSON columns from
-    text)."""
+    text). `uuid_text`: uuid columns of text rows read as their text (`str(uuid)`'s form),
+    for reads that only match them: a `UUID` hashes in Python, a `str` in C."""
     connection = connections[alias]
     # As Django's own cursors do: a connection kept from an earlier request or task is
     # checked once before its first statement (`skip_quiet_health_checks` may spare it).
@@ -188,6 +191,8 @@ def bound_cursor(alias: str = DEFAULT_DB_ALIAS, *, binary: bool = False) -> Iter
     # Django's stubs type the cursor it wraps as its own wrapper: this is psycopg's.
     raw = cast(Any, _PreparedCursor(conn))
     raw.binary_results = binary
+    if uuid_text:
+        raw.adapters.register_loader("uuid", psycopg.types.string.TextLoader)
     wrapped = (
         connection.make_debug_cursor(raw)
         if connection.queries_logged
@@ -237,12 +242,14 @@ def update_each(objects: Sequence[models.Model], fields: Sequence[str]) -> None:
         cursor.executemany(sql, rows)
 
 
-def read_cursor(using: BaseDatabaseWrapper, *, binary: bool = False) -> Any:
+def read_cursor(
+    using: BaseDatabaseWrapper, *, binary: bool = False, uuid_text: bool = False
+) -> Any:
     """A cursor for a read of fixed text on this connection: prepared on PostgreSQL
-    (`bound_cursor`, its rows in the binary format when asked), Django's own elsewhere.
-    Parameters as Django takes them (`%s` or `%(name)s`)."""
+    (`bound_cursor`, its rows in the binary format or its uuids as text when asked),
+    Django's own elsewhere. Parameters as Django takes them (`%s` or `%(name)s`)."""
     if using.vendor == "postgresql":
-        return bound_cursor(using.alias, binary=binary)
+        return bound_cursor(using.alias, binary=binary, uuid_text=uuid_text)
     return using.cursor()
 
 

@@ -184,26 +184,31 @@ def _history_prepared(
     """`_history` on PostgreSQL in one prepared statement, which also says whether any
     maintenance window may apply: one round trip where there were three, neither parsed
     nor planned again (they were two thirds of one endpoint's summary's database time)."""
-    pauses: dict[UUID, list[_Move]] = defaultdict(list)
-    down: dict[UUID, list[Interval]] = defaultdict(list)
+    ids = [endpoint.pk for endpoint in endpoints]
     params = {
-        "ids": [endpoint.pk for endpoint in endpoints],
+        "ids": ids,
         "projects": list({endpoint.project_id for endpoint in endpoints}),
         "start": window.start,
         "end": window.end,
     }
-    with read_cursor(using) as cursor:
+    # The rows' endpoint ids come as text and are matched to list positions: a UUID made
+    # and hashed (in Python) for each row took half the read's client CPU at 1,000
+    # endpoints (8,700 rows).
+    at = {str(pk): n for n, pk in enumerate(ids)}
+    pauses: list[list[_Move]] = [[] for _ in ids]
+    down: list[list[Interval]] = [[] for _ in ids]
+    with read_cursor(using, uuid_text=True) as cursor:
         cursor.execute(_history_sql(), params)
         rows = cursor.fetchall()
     maintenance = False
     for kind, endpoint_id, a, b, from_status, to_status, _ in rows:
         if kind == 0:
-            pauses[endpoint_id].append(_Move(a, from_status, to_status))
+            pauses[at[endpoint_id]].append(_Move(a, from_status, to_status))
         elif kind == 1:
-            down[endpoint_id].append((a, b or now))
+            down[at[endpoint_id]].append((a, b or now))
         else:
             maintenance = True
-    return pauses, down, maintenance
+    return dict(zip(ids, pauses, strict=True)), dict(zip(ids, down, strict=True)), maintenance
 
 
 def _watched(endpoint: Endpoint, changes: list[_Move], now: datetime) -> list[Interval]:

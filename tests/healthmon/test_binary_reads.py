@@ -1,7 +1,8 @@
 """`healthmon.db.read_cursor(binary=True)`: rows read in PostgreSQL's binary format are the
 rows read from text, value for value and type for type, for what such reads return (uuids,
 integers of each size, floats with their edge values, sums as numeric, times, NULLs); and
-the statement is still seen by Django's execute wrappers."""
+the statement is still seen by Django's execute wrappers. `read_cursor(uuid_text=True)` reads
+uuid columns as their text, every other column as before."""
 
 import math
 import uuid
@@ -22,6 +23,7 @@ SELECT %s::uuid, n::int2, (n * 70000)::int4, (n::int8 << 40), n * 1.5::float8,
        'Infinity'::float8, '-Infinity'::float8, '-0'::float8, 1e-310::float8
 FROM generate_series(-2, 3) AS n
 """
+NOW = datetime(2030, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
 
 
 def read(binary):
@@ -60,3 +62,17 @@ def test_a_binary_read_is_seen_by_djangos_execute_wrappers():
         read(True)
 
     assert seen == [STATEMENT]
+
+
+def test_uuid_text_reads_uuids_as_their_text_and_every_other_column_as_before():
+    def rows(uuid_text):
+        with read_cursor(connection, uuid_text=uuid_text) as cursor:
+            cursor.execute(STATEMENT, [uuid.UUID(int=2**127 + 5), NOW, NOW])
+            return cursor.fetchall()
+
+    plain, texts = rows(False), rows(True)
+
+    assert [row[0] for row in texts] == [str(row[0]) for row in plain]
+    assert all(type(row[0]) is str for row in texts)
+    assert [row[1:] for row in texts] == [row[1:] for row in plain]
+    assert type(rows(False)[0][0]) is uuid.UUID  # the option stays on its own cursor
