@@ -136,8 +136,7 @@ def uptime_badge(subject: Subject, period: str, now: datetime) -> Badge:
     no check fell in the period."""
     window = Window(now - UPTIME_PERIODS[period], now)
     covered = selectors.coverage(subject.endpoints, window, now)
-    watched = sum(found.seconds()[0] for found in covered.values())
-    down = sum(found.seconds()[1] for found in covered.values())
+    watched, down = selectors.coverage_seconds(covered.values())
     checks = selectors.check_counts(subject.owners, [window], now).get(_ALL, [0])[0]
     uptime = selectors.uptime_percent(watched, down, checks)
     label = f"uptime {period}"

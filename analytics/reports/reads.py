@@ -17,7 +17,7 @@ from analytics.rows import (
     Identity,
 )
 from analytics.selectors import Coverage
-from healthmon.intervals import Window, length, lengths
+from healthmon.intervals import Window, lengths
 from monitoring.models import Endpoint
 
 # What the reports read of an endpoint (identity, status and creation for the time watched,
@@ -173,9 +173,7 @@ def sum_coverage(
     covered: dict[UUID, Coverage], endpoints: Sequence[Endpoint]
 ) -> tuple[float, float]:
     """(watched, down) seconds of these endpoints added up."""
-    found = [covered[endpoint.pk] for endpoint in endpoints]
-    watched = length(itertools.chain.from_iterable(each.watched for each in found))
-    return watched, length(itertools.chain.from_iterable(each.down for each in found))
+    return selectors.coverage_seconds(covered[endpoint.pk] for endpoint in endpoints)
 
 
 def sum_coverage_in(

@@ -4,8 +4,9 @@ first check after a resume or a new target, and during maintenance windows do no
 A figure over a span with no check is None, never a perfect score."""
 
 import functools
+import itertools
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import NamedTuple
@@ -42,15 +43,19 @@ class Coverage:
     down: list[Interval] = field(default_factory=list)
     maintenance: list[Interval] = field(default_factory=list)
 
-    def seconds(self) -> tuple[float, float]:
-        """(watched, down) seconds."""
-        return length(self.watched), length(self.down)
-
     def clipped(self, window: Window) -> "Coverage":
         """The coverage of a sub-window: what `coverage` answers for that window."""
         return Coverage(
             clip(self.watched, window), clip(self.down, window), clip(self.maintenance, window)
         )
+
+
+def coverage_seconds(covered: Iterable[Coverage]) -> tuple[float, float]:
+    """(watched, down) seconds of several coverages added up (a project's endpoints, a
+    status page's components)."""
+    found = list(covered)
+    watched = length(itertools.chain.from_iterable(each.watched for each in found))
+    return watched, length(itertools.chain.from_iterable(each.down for each in found))
 
 
 def coverage(endpoints: Sequence[Endpoint], window: Window, now: datetime) -> dict[UUID, Coverage]:
