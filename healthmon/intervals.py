@@ -94,10 +94,8 @@ def subtract(intervals: Sequence[Interval], holes: Sequence[Interval]) -> list[I
     return out
 
 
-def length(intervals: Iterable[Interval], within: Window | None = None) -> float:
-    """Seconds the intervals last (inside `within` when given); overlaps count twice."""
-    if within is not None:
-        return lengths(intervals, [within])[0]
+def length(intervals: Iterable[Interval]) -> float:
+    """Seconds the intervals last; overlaps count twice."""
     total = _NONE
     for start, end in intervals:
         if end > start:

@@ -1,7 +1,6 @@
 """What every report reads through: its items (endpoints, or projects standing for their
 endpoints) and the selector reads of one page, made once each."""
 
-import itertools
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -17,7 +16,7 @@ from analytics.rows import (
     Identity,
 )
 from analytics.selectors import Coverage
-from healthmon.intervals import Window, lengths
+from healthmon.intervals import Window
 from monitoring.models import Endpoint
 
 # What the reports read of an endpoint (identity, status and creation for the time watched,
@@ -167,21 +166,3 @@ def _endpoint_identity(endpoint: Endpoint) -> Identity:
         "name": endpoint.name,
         "project": str(endpoint.project_id),
     }
-
-
-def sum_coverage(
-    covered: dict[UUID, Coverage], endpoints: Sequence[Endpoint]
-) -> tuple[float, float]:
-    """(watched, down) seconds of these endpoints added up."""
-    return selectors.coverage_seconds(covered[endpoint.pk] for endpoint in endpoints)
-
-
-def sum_coverage_in(
-    covered: dict[UUID, Coverage], endpoints: Sequence[Endpoint], windows: Sequence[Window]
-) -> list[tuple[float, float]]:
-    """(watched, down) seconds of these endpoints added up within each window: every
-    endpoint's intervals read once for all of them."""
-    found = [covered[endpoint.pk] for endpoint in endpoints]
-    watched = lengths(itertools.chain.from_iterable(each.watched for each in found), windows)
-    down = lengths(itertools.chain.from_iterable(each.down for each in found), windows)
-    return list(zip(watched, down, strict=True))

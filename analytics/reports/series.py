@@ -11,7 +11,7 @@ from django.db.models import Count
 from analytics import selectors
 from analytics.latency import Latency
 from analytics.models import TIERS, Rollup
-from analytics.reports.reads import Items, Reads, sum_coverage
+from analytics.reports.reads import Items, Reads
 from analytics.reports.tables import sla, summary
 from analytics.rows import (
     AvailabilityRow,
@@ -98,7 +98,7 @@ def availability(
     for key, identity, endpoints in items.rows():
         watched = _spread([i for e in endpoints for i in covered[e.pk].watched], starts, width)
         down = _spread([i for e in endpoints for i in covered[e.pk].down], starts, width)
-        overall = sum_coverage(covered, endpoints)
+        overall = selectors.coverage_seconds(covered[endpoint.pk] for endpoint in endpoints)
         (checks,) = counts[key]
         members = {endpoint.pk for endpoint in endpoints}
         rows.append(

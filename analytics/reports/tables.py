@@ -6,7 +6,7 @@ from uuid import UUID
 
 from analytics import selectors
 from analytics.latency import Latency
-from analytics.reports.reads import Items, Reads, sum_coverage, sum_coverage_in
+from analytics.reports.reads import Items, Reads
 from analytics.rows import (
     EndpointFacts,
     SlaFigures,
@@ -32,7 +32,9 @@ def _uptimes(
     covered: dict[UUID, Coverage], endpoints: Sequence[Endpoint], end: datetime, checks: list[int]
 ) -> Uptimes:
     """Uptime over each of UPTIME_PERIODS to `end`, None where it holds no check."""
-    spans = sum_coverage_in(covered, endpoints, _uptime_windows(end))
+    spans = selectors.coverage_seconds_in(
+        (covered[endpoint.pk] for endpoint in endpoints), _uptime_windows(end)
+    )
     day, week, month = (
         selectors.uptime_percent(watched, down, count)
         for (watched, down), count in zip(spans, checks, strict=True)
@@ -115,7 +117,7 @@ def sla(
     counts = reads.checks([window])
     rows: list[SlaRow] = []
     for key, identity, endpoints in items.rows():
-        watched, down = sum_coverage(covered, endpoints)
+        watched, down = selectors.coverage_seconds(covered[endpoint.pk] for endpoint in endpoints)
         (checks,) = counts[key]
         figures: SlaFigures = {
             "checks": checks,

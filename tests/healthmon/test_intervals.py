@@ -73,12 +73,11 @@ def test_subtract_leaves_the_time_outside_every_hole():
     assert subtract(iv((0, 10)), iv((0, 10))) == []
 
 
-def test_length_adds_seconds_optionally_within_a_window():
+def test_length_adds_seconds_and_lengths_within_windows():
     intervals = iv((0, 10), (20, 30))
 
     assert length(intervals) == 20
-    assert length(intervals, Window(at(5), at(25))) == 10
-    assert length(intervals, Window(at(40), at(50))) == 0
+    assert lengths(intervals, [Window(at(5), at(25)), Window(at(40), at(50))]) == [10, 0]
     assert length([]) == 0
 
 
@@ -118,7 +117,7 @@ def test_every_operation_matches_a_second_by_second_count(seed):
         assert seconds(intersect(first, second)) == seconds(first) & seconds(second)
         assert seconds(subtract(first, second)) == seconds(first) - seconds(second)
         assert length(first) == len(seconds(first))
-        assert length(first, window) == len(seconds(first) & inside)
+        assert lengths(first, [window]) == [len(seconds(first) & inside)]
         for result in (clip(first, window), intersect(first, second), subtract(first, second)):
             assert result == sorted(result)
             assert all(s < e for s, e in result)
@@ -150,7 +149,7 @@ def test_lengths_in_several_windows_at_once_are_each_windows_own(seed):
             sum(len(seconds([interval]) & set(range(low, high))) for interval in raw)
             for low, high in bounds
         ]
-        assert found == [length(raw, window) for window in windows]
+        assert found == [lengths(raw, [window])[0] for window in windows]
 
 
 def test_lengths_add_up_exactly_to_the_microsecond():
