@@ -7,11 +7,13 @@ checked at the next claim. The test runs its own redis-server: the machine's is 
 """
 
 import math
+import socket
 import time
 from datetime import timedelta
 
 import pytest
 import redis
+from celery import Celery
 from django.db.models import Max
 from django.utils import timezone
 
@@ -29,9 +31,9 @@ DOWN_SECONDS = INTERVAL + math.ceil(LOOKAHEAD.total_seconds()) + 1
 
 
 def test_beat_and_workers_recover_by_themselves_when_redis_restarts(
-    cast, processes, redis_server, counting_target, endpoints_on
+    cast, processes, redis_server, counting_target, endpoints_on, monkeypatch
 ):
-    # Five batches a round, of probes that take 0.3 s, for two pool processes: some wait.
+    # Five batches a round, of probes that take 0.3 s, for two pool processes.
     counting_target.delay = 0.3
     processes.env.update(PROBE_BATCH_SIZE="4")
     endpoints = endpoints_on(
@@ -43,9 +45,16 @@ def test_beat_and_workers_recover_by_themselves_when_redis_restarts(
     processes.wait_ready("batches", "dispatcher", "beat")
     wait_for(lambda: _checked_since(endpoints, timezone.now() - timedelta(hours=1)), timeout=30)
 
-    queue = redis.Redis(port=redis_server.port)
-    with queue:
-        wait_for(lambda: queue.llen("celery") >= 2, timeout=2 * INTERVAL)
+    # A worker that keeps up lets no batch wait: hold its consumer until a backlog forms
+    # (five batches a round), give it back, and kill Redis while batches still wait there.
+    # (Celery reads its broker from this variable before any argument; the tests' is memory.)
+    monkeypatch.setenv("CELERY_BROKER_URL", redis_server.url())
+    control = Celery(set_as_current=False).control
+    batches = {"destination": [f"batches@{socket.gethostname()}"], "reply": True, "timeout": 10}
+    with redis.Redis(port=redis_server.port) as queue:
+        assert control.cancel_consumer("celery", **batches)
+        wait_for(lambda: queue.llen("celery") >= 4, timeout=2 * INTERVAL)
+        assert control.add_consumer("celery", **batches)
         queued = queue.llen("celery")
     redis_server.kill()
     killed = timezone.now()
@@ -61,6 +70,7 @@ def test_beat_and_workers_recover_by_themselves_when_redis_restarts(
         f"redis restart: {queued} batches queued at the kill, Redis down {DOWN_SECONDS} s; "
         f"the {len(overdue)} overdue endpoints all checked {caught_up:.1f} s after it was back"
     )
+    assert queued >= 2  # the worker takes back two at most (a prefetch of one a process)
     assert stalled == 0  # nothing ran while the broker was down
     assert len(overdue) >= ENDPOINTS // 2
     assert caught_up < INTERVAL
