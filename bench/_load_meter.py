@@ -5,7 +5,7 @@ import asyncio
 import time
 from pathlib import Path
 
-from _support import CPUS, cpu_seconds, tree_cpu_seconds
+from _support import CPUS, cpu_seconds, pg_url, tree_cpu_seconds
 
 
 def machine_busy() -> tuple[float, float]:
@@ -45,7 +45,7 @@ class Meter:
         them (the OS page cache or the disk), since the statistics were reset."""
         import psycopg
 
-        with psycopg.connect(f"postgresql://postgres@127.0.0.1:5432/{self.database}") as conn:
+        with psycopg.connect(pg_url(self.database)) as conn:
             hit, read = conn.execute(
                 "SELECT blks_hit, blks_read FROM pg_stat_database WHERE datname = %s",
                 [self.database],

@@ -80,6 +80,7 @@ from _support import (
     load_average,
     migrate,
     percentile,
+    pg_url,
     print_table,
     run_benchmark,
     setup_django,
@@ -147,12 +148,12 @@ def parse_args() -> argparse.Namespace:
 def database(args: argparse.Namespace) -> Iterator[str]:
     """A fresh database (dropped at the end unless --keep), or the one --reuse names."""
     if args.reuse:
-        yield f"postgres://postgres@127.0.0.1:5432/{args.reuse}"
+        yield pg_url(args.reuse)
     elif args.keep:
         name = f"healthmon_bench_analytics_{os.getpid()}"
         with psycopg.connect(PG_ADMIN_URL, autocommit=True) as admin:
             admin.execute(f'CREATE DATABASE "{name}"')
-        yield f"postgres://postgres@127.0.0.1:5432/{name}"
+        yield pg_url(name)
         print(f'\nkept: --reuse {name}  (drop it with: DROP DATABASE "{name}")')
     else:
         with throwaway_database("healthmon_bench_analytics") as url:

@@ -48,7 +48,7 @@ from _load_data import (
     write_big,
     write_tenants,
 )
-from _support import BIN, PG_ADMIN_URL, ROOT, app_environment, migrate, setup_django
+from _support import BIN, PG_ADMIN_URL, ROOT, app_environment, migrate, pg_url, setup_django
 
 PASSWORD = "load-password-0001"
 # The steps run in separate processes over one database: the endpoints' encrypted fields
@@ -58,7 +58,7 @@ TENANT = "Org 03"
 
 
 def environment(database: str) -> str:
-    url = f"postgres://postgres@127.0.0.1:5432/{database}"
+    url = pg_url(database)
     app_environment(
         url, ALLOWED_HOSTS="testserver", CACHE_URL="locmemcache://", FIELD_ENCRYPTION_KEYS=KEY
     )

@@ -222,3 +222,20 @@ def test_each_test_worker_empties_a_cache_database_of_its_own(worker_id):
     configured = os.environ.get("CACHE_URL", "")
     if configured.startswith("redis://"):
         assert live.CACHES["default"]["LOCATION"] == worker_cache_location(configured, worker_id)
+
+
+def test_the_benchmarks_tuned_server_runs_on_the_readmes_postgresql_settings(monkeypatch):
+    """`bench/tuned_server.py` starts PostgreSQL with `README_SETTINGS`: the README's table
+    (its 2-core / 24 GB column) and the benchmark's server must not drift apart."""
+    root = Path(__file__).resolve().parent.parent
+    monkeypatch.syspath_prepend(str(root / "bench"))
+    from _support import README_SETTINGS, TUNED
+
+    section = (root / "README.md").read_text().split("**PostgreSQL settings**", 1)[1]
+    documented = {}
+    for row in re.findall(r"^\| (`.+?`) \| (.+?) \|", section, re.MULTILINE):
+        names, values = (re.findall(r"`([^`]+)`", cell) for cell in row)
+        documented.update(zip(names, values, strict=True))
+
+    assert documented == README_SETTINGS
+    assert TUNED.items() <= README_SETTINGS.items()
