@@ -101,6 +101,7 @@ bench: $(VENV)/.installed
 	$(BIN)/python bench/load.py $(BENCH_ARGS)
 	$(BIN)/python bench/isolation.py $(BENCH_ARGS)
 	$(BIN)/python bench/tuned_server.py bench/analytics.py $(BENCH_ARGS)
+	$(BIN)/python bench/tuned_server.py bench/load.py $(BENCH_ARGS)
 
 bench-smoke:
 	$(MAKE) bench BENCH_ARGS=--smoke
