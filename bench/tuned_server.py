@@ -38,11 +38,11 @@ def run(command: list[str]) -> None:
         sys.exit(f"{Path(command[0]).name} failed: {done.stderr.strip() or done.stdout.strip()}")
 
 
-def start(directory: Path, port: int) -> Path:
-    """A new cluster in `directory`, started on `port` with the README's settings."""
+def start(data: Path, port: int) -> None:
+    """A new cluster in `data`, started on `port` with the README's settings."""
+    directory = data.parent
     if os.geteuid() == 0:
         os.chown(directory, pwd.getpwnam("postgres").pw_uid, -1)
-    data = directory / "data"
     run([str(PG_BIN / "initdb"), "--no-sync", "-U", "postgres", "--auth=trust", "-D", str(data)])
     options = {
         "port": port,
@@ -53,7 +53,6 @@ def start(directory: Path, port: int) -> Path:
     flags = " ".join(f"-c {name}={value}" for name, value in options.items())
     log = directory / "server.log"
     run([str(PG_BIN / "pg_ctl"), "start", "-w", "-D", str(data), "-l", str(log), "-o", flags])
-    return data
 
 
 def main() -> None:
@@ -62,22 +61,25 @@ def main() -> None:
     parser.add_argument("benchmark", help="a script under bench/")
     parser.add_argument("arguments", nargs=argparse.REMAINDER, help="the benchmark's own")
     args = parser.parse_args()
-    directory = Path(tempfile.mkdtemp(prefix="healthmon-bench-pg-"))
+    data = Path(tempfile.mkdtemp(prefix="healthmon-bench-pg-")) / "data"
     port = free_port()
-    data = start(directory, port)
-    print(f"tuned server: port {port}, README's settings for 2 cores / 24 GB", flush=True)
+    # Inside the try: a cluster that failed to start still leaves no directory behind.
     try:
+        start(data, port)
+        print(f"tuned server: port {port}, README's settings for 2 cores / 24 GB", flush=True)
         done = subprocess.run(
             [sys.executable, args.benchmark, *args.arguments],
             env={**os.environ, "BENCH_PG_PORT": str(port)},
             check=False,
         )
     finally:
-        if args.keep:
+        running = (data / "postmaster.pid").exists()
+        if args.keep and running:
             print(f"kept: BENCH_PG_PORT={port}; stop it with: pg_ctl stop -D {data}")
         else:
-            run([str(PG_BIN / "pg_ctl"), "stop", "-w", "-m", "fast", "-D", str(data)])
-            shutil.rmtree(directory, ignore_errors=True)
+            if running:
+                run([str(PG_BIN / "pg_ctl"), "stop", "-w", "-m", "fast", "-D", str(data)])
+            shutil.rmtree(data.parent, ignore_errors=True)
     sys.exit(done.returncode)
 
 
