@@ -1,6 +1,7 @@
 """Builders for the subscriber tests: a page showing endpoints, incidents and their updates,
 written directly (the services that make them belong to other modules)."""
 
+from django.core.mail import EmailMessage
 from django.utils import timezone
 
 from accounts.models import Organization
@@ -66,3 +67,24 @@ def post_update(
         message_html=f"<p>{message}</p>",
         notify_subscribers=notify,
     )
+
+
+def readable(mail: EmailMessage) -> str:
+    """Everything a reader of `mail` can see: its headers and every part, decoded.
+
+    Left out are the two values the mail library draws at random (the Message-ID and the MIME
+    boundary): their digits are noise, and a secret such as a port number turns up in them by
+    chance (it did, twice).
+    """
+    message = mail.message()
+    headers = [
+        f"{name}: {message.get_content_type() if name == 'Content-Type' else value}"
+        for name, value in message.items()
+        if name != "Message-ID"
+    ]
+    parts = [
+        part.get_payload(decode=True).decode(part.get_content_charset() or "utf-8")
+        for part in message.walk()
+        if not part.is_multipart()
+    ]
+    return "\n".join(headers + parts)

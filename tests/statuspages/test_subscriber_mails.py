@@ -29,6 +29,7 @@ from tests.statuspages.subscribing import (
     declared_incident,
     make_page,
     post_update,
+    readable,
 )
 
 BASE = "https://healthmon.test"
@@ -153,7 +154,7 @@ def test_mails_carry_nothing_private(cast, endpoint, run, outbox):
     post_update(incident, "Looking.")
     run()
     for mail in outbox:
-        whole = mail.message().as_string() + mail.alternatives[0][0]
+        whole = readable(mail)
         for secret in ["secret-host", "8443", "s3cr3t", "10.1.2.3", "connection refused"]:
             assert secret not in whole
         assert "other-reader" not in whole if mail.to == ["reader@example.com"] else True
