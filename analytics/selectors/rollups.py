@@ -227,45 +227,15 @@ def _figures_sql(
     the fold's watermark on, the rows not folded into them yet (`analytics.fold`), read
     only when the range ends after the watermark.
     """
-    ops = using.ops
     params: dict[str, Any] = {}
-    if using.vendor == "postgresql":
-        # One array, sent once whatever the number of endpoints, and each scan one index
-        # scan over it (`= ANY`). A semi-join with the array unnested cost 10-17% more
-        # server CPU to plan and run (issue 26). Its estimate (about 1,300 for an
-        # organization's summary, with 1,000 endpoints or 10,000) stays far under
-        # `jit_above_cost`.
-        params["ids"] = endpoint_ids
-        ids = "endpoint_id = ANY((SELECT ids FROM endpoints)::uuid[])"
-    else:
-        id_field = parts[0].tier._meta.get_field("endpoint").target_field
-        for n, pk in enumerate(endpoint_ids):
-            params[f"e{n}"] = id_field.get_db_prep_value(pk, using)
-        ids = f"endpoint_id IN ({', '.join(f'%(e{n})s' for n in range(len(endpoint_ids)))})"
+    ids = _ids_condition(endpoint_ids, parts[0].tier, using, params)
     for n, part in enumerate(parts):
-        params[f"a{n}"] = ops.adapt_datetimefield_value(part.start)
-        params[f"b{n}"] = ops.adapt_datetimefield_value(part.end)
+        params[f"a{n}"] = using.ops.adapt_datetimefield_value(part.start)
+        params[f"b{n}"] = using.ops.adapt_datetimefield_value(part.end)
     counted = [w for w in range(windows) if any(w in part.windows for part in parts)]
     branches = []
     for scan in _scans(parts):
-        sums = []
-        for window in counted:
-            only = _only(parts, scan, window)
-            for name, of_rows, kind, _ in totals:
-                # Typed: PostgreSQL matches UNION ALL branches' types pairwise.
-                sums.append(
-                    f"CAST(NULL AS {kind}) AS {name}{window}"
-                    if only is None
-                    else f"{of_rows}{only} AS {name}{window}"
-                )
-        if percentiles is not None:
-            only = _only(parts, scan, percentiles)
-            sums += [
-                f"CAST(NULL AS BIGINT) AS {name}"
-                if only is None
-                else f"SUM({name}){only} AS {name}"
-                for name in histogram.FIELDS
-            ]
+        sums = _scan_sums(parts, scan, counted, percentiles, totals)
         # Our own table and column names only; values are parameters.
         tier = parts[scan[0]].tier
         tables = [(tier._meta.db_table, "")]
@@ -293,6 +263,55 @@ def _figures_sql(
     if "ids" in params:
         sql = "WITH endpoints AS MATERIALIZED (SELECT %(ids)s::uuid[] AS ids) " + sql
     return sql, params
+
+
+def _ids_condition(
+    endpoint_ids: list[UUID],
+    tier: type[Rollup],
+    using: BaseDatabaseWrapper,
+    params: dict[str, Any],
+) -> str:
+    """The condition on a scan's endpoints, its values added to `params`."""
+    if using.vendor == "postgresql":
+        # One array, sent once whatever the number of endpoints, and each scan one index
+        # scan over it (`= ANY`). A semi-join with the array unnested cost 10-17% more
+        # server CPU to plan and run (issue 26). Its estimate (about 1,300 for an
+        # organization's summary, with 1,000 endpoints or 10,000) stays far under
+        # `jit_above_cost`.
+        params["ids"] = endpoint_ids
+        return "endpoint_id = ANY((SELECT ids FROM endpoints)::uuid[])"
+    id_field = tier._meta.get_field("endpoint").target_field
+    for n, pk in enumerate(endpoint_ids):
+        params[f"e{n}"] = id_field.get_db_prep_value(pk, using)
+    return f"endpoint_id IN ({', '.join(f'%(e{n})s' for n in range(len(endpoint_ids)))})"
+
+
+def _scan_sums(
+    parts: Sequence[_Part],
+    scan: list[int],
+    counted: Sequence[int],
+    percentiles: int | None,
+    totals: Sequence[_Total],
+) -> list[str]:
+    """One scan's select list: each counted window's `totals` of the scan's rows in it, then
+    the histogram's sums for the window `percentiles`. Typed NULL where the window has none
+    of the scan's rows: PostgreSQL matches UNION ALL branches' types pairwise."""
+    sums = []
+    for window in counted:
+        only = _only(parts, scan, window)
+        for name, of_rows, kind, _ in totals:
+            sums.append(
+                f"CAST(NULL AS {kind}) AS {name}{window}"
+                if only is None
+                else f"{of_rows}{only} AS {name}{window}"
+            )
+    if percentiles is not None:
+        only = _only(parts, scan, percentiles)
+        sums += [
+            f"CAST(NULL AS BIGINT) AS {name}" if only is None else f"SUM({name}){only} AS {name}"
+            for name in histogram.FIELDS
+        ]
+    return sums
 
 
 class _EpochSeconds(Func):
