@@ -22,11 +22,11 @@ from django.db.models import Prefetch
 from django.utils import timezone
 
 from alerts import messages
-from alerts.delivery import queue
-from alerts.models import Delivery, DeliveryStatus, NotificationChannel, NotificationEvent
+from alerts.models import NotificationChannel, NotificationEvent
 from alerts.services.events import (
     _channels_by_org,
     _delivery,
+    _store,
     _suppressed_openings,
     event_key,
 )
@@ -133,11 +133,7 @@ def _write(
             _delivery(channel, event, key, incident, now, body, (incident.pk, channel.pk) in quiet)
             for channel in hearing
         ]
-    stored = Delivery.objects.bulk_create(rows, ignore_conflicts=True)
-    pending = [(str(d.pk), 0) for d in stored if d.status == DeliveryStatus.PENDING]
-    if pending:
-        transaction.on_commit(lambda: queue(pending))
-    return len(stored)
+    return _store(rows)
 
 
 def _hearing(

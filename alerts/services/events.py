@@ -10,6 +10,7 @@ import uuid
 from collections import defaultdict
 from collections.abc import Sequence
 from datetime import datetime, timedelta
+from typing import NamedTuple
 
 from django.db import transaction
 from django.utils import timezone
@@ -51,6 +52,64 @@ def _channels_by_org(org_ids: set[uuid.UUID]) -> dict[uuid.UUID, list[Notificati
     return found
 
 
+class _Audience(NamedTuple):
+    """Who may hear of events on endpoints of some projects: each project's organization and
+    name, and those organizations' enabled channels."""
+
+    organizations: dict[uuid.UUID, uuid.UUID]
+    names: dict[uuid.UUID, str]
+    channels: dict[uuid.UUID, list[NotificationChannel]]
+
+    def covering(self, endpoint: Endpoint, event: str) -> list[NotificationChannel]:
+        """The channels that cover the endpoint and chose the event."""
+        return _covering(self.channels, self.organizations, endpoint, event)
+
+
+def _audience(project_ids: set[uuid.UUID]) -> _Audience:
+    """The audience of events on endpoints of these projects, read once for a batch."""
+    found = list(
+        Project.objects.filter(pk__in=project_ids).values_list("pk", "organization_id", "name")
+    )
+    organizations = {pk: organization for pk, organization, _ in found}
+    names = {pk: name for pk, _, name in found}
+    return _Audience(organizations, names, _channels_by_org(set(organizations.values())))
+
+
+def _rows(
+    channels: Sequence[NotificationChannel],
+    document: messages.EventDocument,
+    now: datetime,
+    endpoint: Endpoint | None = None,
+    quiet: bool = False,
+) -> list[Delivery]:
+    """A delivery of the document per channel (suppressed for good when `quiet`)."""
+    return [
+        Delivery(
+            channel=channel,
+            event=document["event"],
+            event_id=uuid.UUID(document["id"]),
+            endpoint=endpoint,
+            occurred_at=now,
+            payload=document,
+            status=DeliveryStatus.SUPPRESSED if quiet else DeliveryStatus.PENDING,
+            next_attempt_at=None if quiet else now + HOLD,
+        )
+        for channel in channels
+    ]
+
+
+def _store(rows: list[Delivery]) -> int:
+    """Insert the deliveries not written yet (a key written before is refused) and queue the
+    pending ones when the transaction commits; returns the deliveries written."""
+    if not rows:
+        return 0
+    stored = Delivery.objects.bulk_create(rows, ignore_conflicts=True)
+    pending = [(str(d.pk), 0) for d in stored if d.status == DeliveryStatus.PENDING]
+    if pending:
+        transaction.on_commit(lambda: queue(pending))
+    return len(stored)
+
+
 def notifications_queue(
     *,
     opened: Sequence[Incident],
@@ -71,22 +130,12 @@ def notifications_queue(
     if not events:
         return 0
     now = timezone.now()
-    rows_of = Project.objects.filter(
-        pk__in={endpoints[i.measured_endpoint_id].project_id for i, _ in events}
-    )
-    found = list(rows_of.values_list("pk", "organization_id", "name"))
-    projects = {pk: org for pk, org, _ in found}
-    names = {pk: name for pk, _, name in found}
-    channels = _channels_by_org(set(projects.values()))
+    audience = _audience({endpoints[i.measured_endpoint_id].project_id for i, _ in events})
     # Each event with the channels covering its endpoint; events nobody hears of are dropped.
     heard = [
         (incident, event, covering)
         for incident, event in events
-        if (
-            covering := _covering(
-                channels, projects, endpoints[incident.measured_endpoint_id], event
-            )
-        )
+        if (covering := audience.covering(endpoints[incident.measured_endpoint_id], event))
     ]
     if not heard:
         return 0
@@ -102,7 +151,7 @@ def notifications_queue(
             occurred_at=now,
             incident=incident,
             endpoint=endpoint,
-            project_name=names[endpoint.project_id],
+            project_name=audience.names[endpoint.project_id],
         )
         # A resolution is told only where its opening was: held in this batch, everywhere;
         # held earlier (and not released since), on those channels.
@@ -113,11 +162,7 @@ def notifications_queue(
         for channel in covering:
             suppressed = everywhere or (resolution and (incident.pk, channel.pk) in quiet)
             rows.append(_delivery(channel, event, key, incident, now, document, suppressed))
-    stored = Delivery.objects.bulk_create(rows, ignore_conflicts=True)
-    pending = [(str(d.pk), 0) for d in stored if d.status == DeliveryStatus.PENDING]
-    if pending:
-        transaction.on_commit(lambda: queue(pending))
-    return len(stored)
+    return _store(rows)
 
 
 def _degradation_event(change: StatusChange) -> str:
@@ -147,16 +192,11 @@ def degradations_queue(
     if not events:
         return 0
     now = timezone.now()
-    found = Project.objects.filter(pk__in={endpoints[c.endpoint_id].project_id for c, _ in events})
-    rows_of = {
-        pk: (org, name) for pk, org, name in found.values_list("pk", "organization_id", "name")
-    }
-    projects = {pk: org for pk, (org, _) in rows_of.items()}
-    channels = _channels_by_org(set(projects.values()))
+    audience = _audience({endpoints[c.endpoint_id].project_id for c, _ in events})
     heard = [
         (change, event, covering)
         for change, event in events
-        if (covering := _covering(channels, projects, endpoints[change.endpoint_id], event))
+        if (covering := audience.covering(endpoints[change.endpoint_id], event))
     ]
     if not heard:
         return 0
@@ -173,28 +213,12 @@ def degradations_queue(
             occurred_at=now,
             incident=None,
             endpoint=endpoint,
-            project_name=rows_of[endpoint.project_id][1],
+            project_name=audience.names[endpoint.project_id],
             change=change,
         )
         quiet = any(s <= change.changed_at < e for s, e in windows.get(endpoint.pk, ()))
-        rows += [
-            Delivery(
-                channel=channel,
-                event=event,
-                event_id=key,
-                endpoint=endpoint,
-                occurred_at=now,
-                payload=document,
-                status=DeliveryStatus.SUPPRESSED if quiet else DeliveryStatus.PENDING,
-                next_attempt_at=None if quiet else now + HOLD,
-            )
-            for channel in covering
-        ]
-    stored = Delivery.objects.bulk_create(rows, ignore_conflicts=True)
-    pending = [(str(d.pk), 0) for d in stored if d.status == DeliveryStatus.PENDING]
-    if pending:
-        transaction.on_commit(lambda: queue(pending))
-    return len(stored)
+        rows += _rows(covering, document, now, endpoint, quiet)
+    return _store(rows)
 
 
 def _covering(
@@ -295,12 +319,7 @@ def certificate_notifications_queue(
     if not warnings:
         return 0
     now = timezone.now()
-    found = Project.objects.filter(
-        pk__in={endpoints[w.endpoint_id].project_id for w in warnings}
-    ).values_list("pk", "organization_id", "name")
-    projects = {pk: org for pk, org, _ in found}
-    names = {pk: name for pk, _, name in found}
-    channels = _channels_by_org(set(projects.values()))
+    audience = _audience({endpoints[w.endpoint_id].project_id for w in warnings})
     rows = []
     for warning in warnings:
         endpoint = endpoints[warning.endpoint_id]
@@ -310,24 +329,8 @@ def certificate_notifications_queue(
             occurred_at=now,
             warning=warning,
             endpoint=endpoint,
-            project_name=names[endpoint.project_id],
+            project_name=audience.names[endpoint.project_id],
         )
-        rows += [
-            Delivery(
-                channel=channel,
-                event=NotificationEvent.CERTIFICATE_EXPIRING,
-                event_id=key,
-                endpoint=endpoint,
-                occurred_at=now,
-                payload=document,
-                next_attempt_at=now + HOLD,
-            )
-            for channel in _covering(
-                channels, projects, endpoint, NotificationEvent.CERTIFICATE_EXPIRING
-            )
-        ]
-    stored = Delivery.objects.bulk_create(rows, ignore_conflicts=True)
-    pending = [(str(d.pk), 0) for d in stored]
-    if pending:
-        transaction.on_commit(lambda: queue(pending))
-    return len(stored)
+        covering = audience.covering(endpoint, NotificationEvent.CERTIFICATE_EXPIRING)
+        rows += _rows(covering, document, now, endpoint)
+    return _store(rows)

@@ -17,18 +17,15 @@ from django.utils import timezone
 
 from accounts.models import Project
 from alerts import messages
-from alerts.delivery import HOLD, queue
 from alerts.maintenance import maintenance_intervals
 from alerts.models import (
-    Delivery,
-    DeliveryStatus,
     MaintenanceWindow,
     NotificationChannel,
     NotificationEvent,
     load_scopes,
     may_overlap,
 )
-from alerts.services.events import _channels_by_org, _covering
+from alerts.services.events import _audience, _channels_by_org, _rows, _store
 from monitoring.models import Endpoint
 
 _NAMESPACE = uuid.UUID("0b7d1f8e-3c52-4f6e-9a1d-5e2c7b9f4a30")
@@ -65,21 +62,16 @@ def heartbeat_late_queue(*, endpoint_ids: Sequence[uuid.UUID]) -> int:
             "id", "name", "type", "project_id", "config", "late_after", "alert_after"
         )
     )
-    found = Project.objects.filter(pk__in={e.project_id for e in endpoints})
-    rows_of = {
-        pk: (org, name) for pk, org, name in found.values_list("pk", "organization_id", "name")
-    }
-    projects = {pk: org for pk, (org, _) in rows_of.items()}
-    channels = _channels_by_org(set(projects.values()))
+    audience = _audience({e.project_id for e in endpoints})
     heard = [
         (endpoint, covering)
         for endpoint in endpoints
-        if (covering := _covering(channels, projects, endpoint, NotificationEvent.HEARTBEAT_LATE))
+        if (covering := audience.covering(endpoint, NotificationEvent.HEARTBEAT_LATE))
     ]
     quiet = _in_maintenance([endpoint for endpoint, _ in heard], now)
     rows = []
     for endpoint, covering in heard:
-        document = _late_document(endpoint, rows_of[endpoint.project_id][1], now)
+        document = _late_document(endpoint, audience.names[endpoint.project_id], now)
         rows += _rows(covering, document, now, endpoint, endpoint.pk in quiet)
     return _store(rows)
 
@@ -110,40 +102,6 @@ def _in_maintenance(endpoints: Sequence[Endpoint], now: datetime) -> set[uuid.UU
     return {
         pk for pk, moment in moments.items() if any(s <= moment < e for s, e in windows.get(pk, ()))
     }
-
-
-def _rows(
-    channels: Sequence[NotificationChannel],
-    document: messages.EventDocument,
-    now: datetime,
-    endpoint: Endpoint | None = None,
-    quiet: bool = False,
-) -> list[Delivery]:
-    """A delivery of the document per channel (suppressed for good when `quiet`)."""
-    return [
-        Delivery(
-            channel=channel,
-            event=document["event"],
-            event_id=uuid.UUID(document["id"]),
-            endpoint=endpoint,
-            occurred_at=now,
-            payload=document,
-            status=DeliveryStatus.SUPPRESSED if quiet else DeliveryStatus.PENDING,
-            next_attempt_at=None if quiet else now + HOLD,
-        )
-        for channel in channels
-    ]
-
-
-def _store(rows: list[Delivery]) -> int:
-    """Insert the deliveries not written yet and queue the pending ones at commit."""
-    if not rows:
-        return 0
-    stored = Delivery.objects.bulk_create(rows, ignore_conflicts=True)
-    pending = [(str(d.pk), 0) for d in stored if d.status == DeliveryStatus.PENDING]
-    if pending:
-        transaction.on_commit(lambda: queue(pending))
-    return len(stored)
 
 
 @transaction.atomic
