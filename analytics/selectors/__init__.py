@@ -1,20 +1,13 @@
 """Analytics reads: response time, success and error rates, time-weighted uptime, SLA.
 
 Latency and rates come from rollups (`rollups`: a range is tiled by the coarsest rows that
-fit it); uptime comes from incidents (`uptime`: downtime is incident time inside the window,
-over the time the endpoint was watched in it). A figure over a span with no check is None,
-never a perfect score.
+fit it; `bucketed`: series per bucket of one tier); uptime comes from incidents (`uptime`:
+downtime is incident time inside the window, over the time the endpoint was watched in it).
+A figure over a span with no check is None, never a perfect score.
 """
 
-from analytics.selectors.rollups import (
-    bucket_for,
-    check_counts,
-    latency,
-    rollup_figures,
-    series,
-    series_points,
-    window_counts,
-)
+from analytics.selectors.bucketed import bucket_for, series, series_points
+from analytics.selectors.rollups import check_counts, latency, rollup_figures, window_counts
 from analytics.selectors.uptime import (
     UNWATCHED,
     Coverage,

@@ -13,7 +13,7 @@ from django.db import OperationalError, connection, connections, transaction
 from analytics import fold, selectors
 from analytics.latency import Latency
 from analytics.models import TIERS, DayRollup, FiveMinuteRollup, HourRollup, RollupFold
-from analytics.selectors import rollups
+from analytics.selectors import bucketed
 from analytics.services import FOLD_STEP, retention_run, rollups_fold, rollups_rebuild
 from analytics.windows import floor
 from healthmon.intervals import Window
@@ -226,13 +226,13 @@ def test_the_series_statement_reads_the_rows_the_orm_reads(endpoints, record, ti
     record_in_order(endpoints, record, seeded(7), fold_every=11, late_every=13)
     rollups_fold(now=T0 + 2 * DAY + 2 * HOUR)  # stalled: tails of hours, into a day
     owners = {e.pk: e.pk for e in endpoints}
-    reader, _ = rollups._bucket_reader(None if tier is TIERS[0] else tier.width)
+    reader, _ = bucketed._bucket_reader(None if tier is TIERS[0] else tier.width)
     ranges = [(T0, T0 + 3 * DAY), (T0 + DAY + 7 * HOUR, T0 + 2 * DAY + 5 * HOUR)]
     ranges += [(T0 + 2 * DAY, T0 + 3 * DAY + HOUR), (T0 - DAY, T0)]  # past, and none
     for start, end in ranges:
         within = Window(floor(start, tier.width), end)
-        made = rollups._series_rows(tier, list(owners), within, histograms, connection)
-        orm = rollups._orm_rows(tier, owners, within, histograms, reader)
+        made = bucketed._series_rows(tier, list(owners), within, histograms, connection)
+        orm = bucketed._orm_rows(tier, owners, within, histograms, reader)
 
         assert sorted(map(tuple, made)) == sorted(map(tuple, orm))
         assert made or start == T0 - DAY
