@@ -61,8 +61,10 @@ class _Audience(NamedTuple):
     channels: dict[uuid.UUID, list[NotificationChannel]]
 
     def covering(self, endpoint: Endpoint, event: str) -> list[NotificationChannel]:
-        """The channels that cover the endpoint and chose the event."""
-        return _covering(self.channels, self.organizations, endpoint, event)
+        """The channels of the endpoint's organization whose scope covers it and that chose
+        the event."""
+        mine = self.channels.get(self.organizations[endpoint.project_id], [])
+        return [c for c in mine if c.covers(endpoint) and c.hears(event)]
 
 
 def _audience(project_ids: set[uuid.UUID]) -> _Audience:
@@ -219,22 +221,6 @@ def degradations_queue(
         quiet = any(s <= change.changed_at < e for s, e in windows.get(endpoint.pk, ()))
         rows += _rows(covering, document, now, endpoint, quiet)
     return _store(rows)
-
-
-def _covering(
-    channels: dict[uuid.UUID, list[NotificationChannel]],
-    projects: dict[uuid.UUID, uuid.UUID],
-    endpoint: Endpoint,
-    event: str | None = None,
-) -> list[NotificationChannel]:
-    """The channels of the endpoint's organization whose scope covers it (and, given an
-    event, that chose it)."""
-    mine = channels.get(projects[endpoint.project_id], [])
-    return [
-        channel
-        for channel in mine
-        if channel.covers(endpoint) and (event is None or channel.hears(event))
-    ]
 
 
 def _event_time(incident: Incident, event: str) -> datetime:
