@@ -9,7 +9,9 @@ puts one at its top for the session and takes it out again (README, "Read replic
 The replica holds a replication slot on the primary, so that the primary keeps the WAL the
 replica has not received yet (other work on a shared primary writes gigabytes, and the
 replica is stopped for a while in a test). A slot left behind would keep WAL forever: the
-slot is dropped at the end, and slots of test sessions that died are dropped at the start.
+slot is dropped at the end. A test session that was killed leaves its replica running (the
+server outlives the session) and with it an active slot: at the start, the replicas of
+sessions whose process is gone are stopped and deleted, then their slots dropped.
 """
 
 import os
@@ -37,6 +39,7 @@ MATCH_PRIMARY = (
 )
 HBA_MARK = "# healthmon test replica, pid"
 SLOT_PREFIX = "healthmon_test_replica_"
+DIR_PREFIX = "healthmon-replica-"  # then the session's pid, a dash and mkdtemp's letters
 
 
 def _as_postgres(command: list[str]) -> list[str]:
@@ -50,6 +53,32 @@ def _run(command: list[str]) -> None:
     )
     if done.returncode != 0:
         raise RuntimeError(f"{command[0]} failed: {done.stderr.strip() or done.stdout.strip()}")
+
+
+def _gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # a live process of another user
+        return False
+    return False
+
+
+def reap_dead_replicas(parent: Path) -> list[Path]:
+    """Stop and delete the replicas under `parent` whose test session is gone."""
+    reaped = []
+    for directory in parent.glob(f"{DIR_PREFIX}*-*"):
+        pid = directory.name.removeprefix(DIR_PREFIX).split("-", 1)[0]
+        if not pid.isdigit() or not _gone(int(pid)):
+            continue
+        data = directory / "data"
+        if (data / "postmaster.pid").exists():
+            stop = [str(BIN / "pg_ctl"), "stop", "-w", "-m", "immediate", "-D", str(data)]
+            subprocess.run(_as_postgres(stop), capture_output=True, check=False)  # noqa: S603
+        shutil.rmtree(directory, ignore_errors=True)
+        reaped.append(directory)
+    return reaped
 
 
 def _free_port() -> int:
@@ -90,7 +119,7 @@ class StreamingReplica:
         self.dbname = dbname
         self.slot = f"{SLOT_PREFIX}{os.getpid()}"
         self.port = _free_port()
-        self.dir = Path(tempfile.mkdtemp(prefix="healthmon-replica-"))
+        self.dir = Path(tempfile.mkdtemp(prefix=f"{DIR_PREFIX}{os.getpid()}-"))
         self.data = self.dir / "data"
         if os.geteuid() == 0:
             os.chown(self.dir, pwd.getpwnam("postgres").pw_uid, -1)
@@ -100,16 +129,24 @@ class StreamingReplica:
             return primary.execute(query, params or None).fetchall()
 
     def _drop_dead_slots(self) -> None:
-        """Drop the slots of test sessions whose process is gone."""
-        for (slot,) in self._on_primary(
-            "SELECT slot_name FROM pg_replication_slots WHERE NOT active AND slot_name LIKE %s",
-            f"{SLOT_PREFIX}%",
-        ):
-            pid = int(slot.removeprefix(SLOT_PREFIX))
-            try:
-                os.kill(pid, 0)
-            except ProcessLookupError:
-                self._on_primary("SELECT pg_drop_replication_slot(%s)", slot)
+        """Stop the replicas of test sessions whose process is gone, and drop their slots."""
+        reap_dead_replicas(self.dir.parent)
+        deadline = time.monotonic() + 10  # a stopped replica's WAL sender ends soon after
+        while True:
+            dead = [
+                (slot, active)
+                for slot, active in self._on_primary(
+                    "SELECT slot_name, active FROM pg_replication_slots WHERE slot_name LIKE %s",
+                    f"{SLOT_PREFIX}%",
+                )
+                if _gone(int(slot.removeprefix(SLOT_PREFIX)))
+            ]
+            for slot, active in dead:
+                if not active:
+                    self._on_primary("SELECT pg_drop_replication_slot(%s)", slot)
+            if all(not active for _, active in dead) or time.monotonic() > deadline:
+                return
+            time.sleep(0.1)
 
     def create(self) -> None:
         """Copy the primary and write the little configuration the copy lacks."""
