@@ -8,9 +8,9 @@ their tasks queued when it commits: no notification is lost between the two.
 
 import uuid
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 from django.db import transaction
 from django.utils import timezone
@@ -29,6 +29,7 @@ from alerts.models import (
 from monitoring.certificates import CertificateWarning
 from monitoring.models import Endpoint, EndpointStatus, Incident, StatusChange
 
+_Source = TypeVar("_Source")  # what an event is about: an incident, a status change
 _EVENT_NAMESPACE = uuid.UUID("4f1c3a52-6c2e-4d0a-9a57-8f0b7e9e2d11")
 
 # --- events -----------------------------------------------------------------------------------
@@ -75,6 +76,20 @@ def _audience(project_ids: set[uuid.UUID]) -> _Audience:
     organizations = {pk: organization for pk, organization, _ in found}
     names = {pk: name for pk, _, name in found}
     return _Audience(organizations, names, _channels_by_org(set(organizations.values())))
+
+
+def _heard(
+    events: Sequence[tuple[_Source, str]], endpoint_of: Callable[[_Source], Endpoint]
+) -> tuple[_Audience, list[tuple[_Source, str, list[NotificationChannel]]]]:
+    """The events' audience, and each event with the channels covering its endpoint; the
+    events nobody hears of are left out."""
+    audience = _audience({endpoint_of(source).project_id for source, _ in events})
+    heard = [
+        (source, event, covering)
+        for source, event in events
+        if (covering := audience.covering(endpoint_of(source), event))
+    ]
+    return audience, heard
 
 
 def _rows(
@@ -132,13 +147,7 @@ def notifications_queue(
     if not events:
         return 0
     now = timezone.now()
-    audience = _audience({endpoints[i.measured_endpoint_id].project_id for i, _ in events})
-    # Each event with the channels covering its endpoint; events nobody hears of are dropped.
-    heard = [
-        (incident, event, covering)
-        for incident, event in events
-        if (covering := audience.covering(endpoints[incident.measured_endpoint_id], event))
-    ]
+    audience, heard = _heard(events, lambda incident: endpoints[incident.measured_endpoint_id])
     if not heard:
         return 0
     held = _held_back([(i, e) for i, e, _ in heard], endpoints)
@@ -194,12 +203,7 @@ def degradations_queue(
     if not events:
         return 0
     now = timezone.now()
-    audience = _audience({endpoints[c.endpoint_id].project_id for c, _ in events})
-    heard = [
-        (change, event, covering)
-        for change, event in events
-        if (covering := audience.covering(endpoints[change.endpoint_id], event))
-    ]
+    audience, heard = _heard(events, lambda change: endpoints[change.endpoint_id])
     if not heard:
         return 0
     times = [change.changed_at for change, _, _ in heard]
