@@ -20,9 +20,11 @@ plain SQL query over `monitoring_checkresult` computing the same figure:
   same per `date_bin('5 minutes')` with `percentile_cont(0.95)`;
 - project 30-day uptime: `reports.uptime` grouped by project (100 endpoints: time-weighted
   uptime and success rates over 24 h / 7 d / 30 d), and `reports.sla` over 30 days (the
-  time-weighted uptime alone); raw: the count-based success rate of the project's checks
-  over 30 days (a naive uptime; raw checks exist for one day only, so the raw query reads
-  1/30 of what it would over a real month: the ratio is a lower bound);
+  time-weighted uptime alone), timed by turns per project, which goes first alternating
+  (both read the project's daily rows: timed one after the other, the second read them
+  warm); raw: the count-based success rate of the project's checks over 30 days (a naive
+  uptime; raw checks exist for one day only, so the raw query reads 1/30 of what it would
+  over a real month: the ratio is a lower bound);
 - 30-day summary of all endpoints of an organization: `reports.summary` over every
   endpoint of a 1,000-endpoint tenant, then of one organization holding all of them; raw:
   per endpoint as for the endpoint summary (over the one day there is).
@@ -34,6 +36,12 @@ in one process for endpoints that hold the raw day (results/s, rollup upkeep inc
 retention: `analytics.services.retention_run` dropping the raw day's partitions (the raw
 day is loaded into its days' partitions), beside the batched row delete it replaced, run
 on an unpartitioned copy of the same rows for 20 s and extrapolated.
+
+The data is bulk-loaded past PostgreSQL's cache, so each report's first read of its rows
+comes from the OS's page cache (a server just restarted). `--prewarm` reads the reports'
+tables into PostgreSQL's cache first (`pg_prewarm`), as on a server that wrote them itself
+and has the README's `shared_buffers` (run it with `tuned_server.py`; the line it prints
+says whether they fit).
 
     .venv/bin/python bench/analytics.py                  # 10,000 endpoints: 20-32 min, 17 GB
     .venv/bin/python bench/analytics.py --scale 0.01     # 100 endpoints: ~2 min
@@ -125,6 +133,11 @@ def parse_args() -> argparse.Namespace:
         "--tuned",
         action="store_true",
         help="the README's PostgreSQL settings that need no restart, on the bench database",
+    )
+    parser.add_argument(
+        "--prewarm",
+        action="store_true",
+        help="read the tables the reports read into PostgreSQL's cache first (pg_prewarm)",
     )
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--keep", action="store_true", help="keep the database at the end")
@@ -248,12 +261,52 @@ def settle_rollups() -> None:
         cursor.execute("VACUUM analytics_rollup_5m, analytics_rollup_1h, analytics_rollup_1d")
 
 
+# What the reports read, besides the raw checks (their comparators' table is left cold).
+REPORT_TABLES = (
+    "analytics_rollup_5m",
+    "analytics_rollup_1h",
+    "analytics_rollup_1d",
+    "monitoring_statuschange",
+    "monitoring_incident",
+    "monitoring_endpoint",
+    "accounts_project",
+    "monitoring_maintenancewindow",
+)
+
+
+def prewarm() -> str:
+    """Read the reports' tables and their indexes into PostgreSQL's shared buffers
+    (`pg_prewarm`), as on a server that wrote them itself: ingest and the fold write the
+    rollups through its cache, where this script bulk-loads them past it (`COPY` and
+    `INSERT ... SELECT` use a small ring of buffers). A line saying what was read."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("CREATE EXTENSION IF NOT EXISTS pg_prewarm")
+        cursor.execute(
+            "SELECT sum(pg_prewarm(c.oid)) FROM pg_class c WHERE c.relkind IN ('r', 'i')"
+            " AND (c.oid = ANY(%(t)s::regclass[]) OR c.oid IN"
+            " (SELECT indexrelid FROM pg_index WHERE indrelid = ANY(%(t)s::regclass[])))",
+            {"t": list(REPORT_TABLES)},
+        )
+        blocks = int(cursor.fetchone()[0])
+        cursor.execute("SELECT pg_size_bytes(current_setting('shared_buffers'))")
+        buffers = int(cursor.fetchone()[0])
+    fits = "fits in" if blocks * 8192 <= buffers else "DOES NOT FIT in"
+    return (
+        f"prewarmed: {blocks * 8192 / 2**20:,.0f} MB of the reports' tables and indexes "
+        f"({fits} shared_buffers, {buffers / 2**20:,.0f} MB); raw checks left cold"
+    )
+
+
 def read_metrics(world: World, args: argparse.Namespace, progress: Progress) -> None:
     """Measure and print the read metrics and the API (everything but the writes)."""
     compared = verify_rollups(world)
     progress.say(f"SQL-built rollups equal rollups_rebuild's ({compared:,} rows compared)")
     settle_rollups()
     progress.say("rollup tables vacuumed (the check above rewrote rows of the raw day)")
+    if args.prewarm:
+        progress.say(prewarm())
     rng = random.Random(args.seed)
     metrics = endpoint_metrics(world, args, rng)
     metrics += project_metrics(world, args, rng)
