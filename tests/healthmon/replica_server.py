@@ -10,8 +10,9 @@ The replica holds a replication slot on the primary, so that the primary keeps t
 replica has not received yet (other work on a shared primary writes gigabytes, and the
 replica is stopped for a while in a test). A slot left behind would keep WAL forever: the
 slot is dropped at the end. A test session that was killed leaves its replica running (the
-server outlives the session) and with it an active slot: at the start, the replicas of
-sessions whose process is gone are stopped and deleted, then their slots dropped.
+server outlives the session) and with it an active slot, and its rule in pg_hba.conf: at the
+start, the replicas of sessions whose process is gone are stopped and deleted, their slots
+dropped and their rules taken out.
 """
 
 import os
@@ -87,9 +88,26 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+def drop_dead_rules(hba: Path) -> bool:
+    """Take out the rules a killed test session left in pg_hba.conf; True if there were."""
+    lines = hba.read_text().splitlines(True)
+    kept = [
+        line
+        for line in lines
+        if HBA_MARK not in line or not _gone(int(line.rsplit(HBA_MARK, 1)[1].split()[0]))
+    ]
+    if len(kept) == len(lines):
+        return False
+    hba.write_text("".join(kept))
+    return True
+
+
 @contextmanager
 def allow_replication(primary: psycopg.Connection[Any]) -> Iterator[None]:
     """Let 127.0.0.1 open replication connections to the primary while inside."""
+    hba = Path(str(primary.execute("SHOW hba_file").fetchone()[0]))  # type: ignore[index]
+    if drop_dead_rules(hba):
+        primary.execute("SELECT pg_reload_conf()")
     allowed = primary.execute(
         "SELECT count(*) FROM pg_hba_file_rules WHERE 'replication' = ANY(database)"
         " AND auth_method = 'trust' AND error IS NULL"
@@ -97,7 +115,6 @@ def allow_replication(primary: psycopg.Connection[Any]) -> Iterator[None]:
     if allowed and allowed[0]:
         yield
         return
-    hba = Path(str(primary.execute("SHOW hba_file").fetchone()[0]))  # type: ignore[index]
     mark = f"{HBA_MARK} {os.getpid()}"
     # At the top: the first rule that matches decides.
     rule = f"host replication postgres 127.0.0.1/32 trust  {mark}\n"
