@@ -376,9 +376,10 @@ def measure(args: argparse.Namespace, env: dict[str, str]) -> None:
             print(f"  WARNING: {name} had non-2xx or socket errors: its figures are not valid")
     ping, key, jwt = (r["rps"] for r in results.values())
     verdict = "meets" if key / ping >= GOAL else "BELOW"
-    print(f"\nkey/ping: {key / ping:.2f}  ({verdict} the goal of >= {GOAL})")
+    # Three places: a ratio just under the goal must not print as the goal itself (0.299).
+    print(f"\nkey/ping: {key / ping:.3f}  ({verdict} the goal of >= {GOAL})")
     verdict = "meets" if key >= jwt else "BELOW"
-    print(f"key/JWT:  {key / jwt:.2f}  ({verdict} the goal of >= 1)")
+    print(f"key/JWT:  {key / jwt:.3f}  ({verdict} the goal of >= 1)")
     print_in_process(in_process(env, args, data))
 
 
