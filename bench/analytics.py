@@ -284,17 +284,17 @@ def prewarm() -> str:
     with connection.cursor() as cursor:
         cursor.execute("CREATE EXTENSION IF NOT EXISTS pg_prewarm")
         cursor.execute(
-            "SELECT sum(pg_prewarm(c.oid)) FROM pg_class c WHERE c.relkind IN ('r', 'i')"
+            "SELECT sum(pg_prewarm(c.oid)) * current_setting('block_size')::bigint,"
+            " pg_size_bytes(current_setting('shared_buffers'))"
+            " FROM pg_class c WHERE c.relkind IN ('r', 'i')"
             " AND (c.oid = ANY(%(t)s::regclass[]) OR c.oid IN"
             " (SELECT indexrelid FROM pg_index WHERE indrelid = ANY(%(t)s::regclass[])))",
             {"t": list(REPORT_TABLES)},
         )
-        blocks = int(cursor.fetchone()[0])
-        cursor.execute("SELECT pg_size_bytes(current_setting('shared_buffers'))")
-        buffers = int(cursor.fetchone()[0])
-    fits = "fits in" if blocks * 8192 <= buffers else "DOES NOT FIT in"
+        read, buffers = (int(value) for value in cursor.fetchone())
+    fits = "fits in" if read <= buffers else "DOES NOT FIT in"
     return (
-        f"prewarmed: {blocks * 8192 / 2**20:,.0f} MB of the reports' tables and indexes "
+        f"prewarmed: {read / 2**20:,.0f} MB of the reports' tables and indexes "
         f"({fits} shared_buffers, {buffers / 2**20:,.0f} MB); raw checks left cold"
     )
 
