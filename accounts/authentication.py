@@ -18,7 +18,7 @@ from rest_framework_simplejwt.tokens import Token
 from accounts.audit import authentication_failed
 from accounts.models import User
 from accounts.tokens import TOKEN_VERSION_CLAIM
-from healthmon.db import fetch_prepared
+from healthmon.db import read_cursor
 
 INVALID_CREDENTIAL = "The credential is invalid or has expired."
 
@@ -83,8 +83,11 @@ def read_state(model: type[Model], sql: str, value: str | uuid.UUID) -> tuple[An
     param: Any = value
     if isinstance(value, uuid.UUID):
         param = model._meta.pk.get_db_prep_value(value, connections[alias])
-    rows = fetch_prepared(alias, sql, [param])
-    return tuple(rows[0]) if rows else None
+    # Its uuids read as text: `uuid_hex` compares them without making `UUID`s.
+    with read_cursor(connections[alias], uuid_text=True) as cursor:
+        cursor.execute(sql, [param])
+        row = cursor.fetchone()
+    return None if row is None else tuple(row)
 
 
 def copy_row(row: M) -> M:
@@ -104,8 +107,13 @@ def copy_user(user: User) -> User:
 
 
 def uuid_hex(value: object) -> str | None:
-    """A UUID as PostgreSQL (a UUID) or SQLite (32 hex digits) returns it, made comparable."""
-    return None if value is None else uuid.UUID(str(value)).hex
+    """A UUID as the ORM (a `UUID`), PostgreSQL (its text form, as `read_state` reads it)
+    or SQLite (32 hex digits) returns it, made comparable: 32 lowercase hex digits."""
+    if value is None:
+        return None
+    if isinstance(value, uuid.UUID):
+        return value.hex
+    return str(value).replace("-", "").lower()
 
 
 def user_state(

@@ -1,6 +1,7 @@
 """The process-local snapshots of keys and users: what decides access is read on every
 request, so a warm snapshot never lets through what the database no longer allows."""
 
+import uuid
 from datetime import UTC, datetime, timedelta
 
 import time_machine
@@ -8,7 +9,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from accounts.authentication import SNAPSHOT_SECONDS, Snapshots, copy_user
+from accounts.authentication import SNAPSHOT_SECONDS, Snapshots, copy_user, uuid_hex
 from accounts.models import Organization, Role, User
 from apikeys import keys
 from apikeys.models import ApiKey
@@ -148,3 +149,13 @@ def test_a_snapshot_hands_out_copies_that_a_request_may_change(cast):
     assert second is not None
     assert (second.role, second.organization.name) == (Role.OWNER, "Acme")
     assert kept.get("owner", ("another state",)) is None
+
+
+def test_a_uuid_compares_the_same_in_every_form_a_state_read_returns():
+    value = uuid.UUID("37bd0c74-e1b5-4006-8ab2-b3f62b740b4c")
+
+    forms = (value, str(value), value.hex, str(value).upper())  # ORM, PostgreSQL, SQLite
+
+    assert {uuid_hex(form) for form in forms} == {"37bd0c74e1b540068ab2b3f62b740b4c"}
+    assert uuid_hex(None) is None
+    assert uuid_hex(uuid.uuid4()) != uuid_hex(value)
