@@ -46,7 +46,7 @@ from alerts.transport import MAX_ERROR_LENGTH, Sent, post_json
 from healthmon import metrics
 from healthmon.encryption import encrypted_fields
 from healthmon.logging import get_logger
-from healthmon.queue import enqueue
+from healthmon.queue import enqueue_batch
 from monitoring.models import ActivityKind, Endpoint, Incident, IncidentActivity
 
 logger = logging.getLogger(__name__)
@@ -80,7 +80,7 @@ def queue(deliveries: Sequence[tuple[str, int]]) -> None:
     makes the next attempt at its deliveries."""
     items = [[pk, attempts] for pk, attempts in deliveries]
     for start in range(0, len(items), BATCH_SIZE):
-        enqueue(DELIVER_TASK, items[start : start + BATCH_SIZE])
+        enqueue_batch(DELIVER_TASK, items[start : start + BATCH_SIZE])
 
 
 def deliveries_dispatch(*, now: datetime | None = None, limit: int = 500) -> int:

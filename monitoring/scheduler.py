@@ -24,7 +24,7 @@ from django.db import connection, transaction
 
 from healthmon import metrics
 from healthmon.logging import get_logger
-from healthmon.queue import enqueue
+from healthmon.queue import enqueue_batch
 from monitoring.locations import default_slug, online_slugs, queue_for
 from monitoring.models import Endpoint, Heartbeat
 
@@ -155,7 +155,7 @@ def send_batch(items: Sequence[Item], slow: bool = False, location: str | None =
         options: dict[str, Any] = {"queue": SLOW_QUEUE} if slow else {}
     else:
         options = {"queue": queue, "kwargs": {"location": location}}
-    enqueue(RUN_CHECKS, items, expires=BATCH_EXPIRES_SECONDS, **options)
+    enqueue_batch(RUN_CHECKS, items, expires=BATCH_EXPIRES_SECONDS, **options)
 
 
 def hand_over(

@@ -48,7 +48,9 @@ def keep_alive() -> Any:
 def caught(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, ...]]:
     """The delivery tasks queued (their arguments), none run."""
     tasks: list[tuple[Any, ...]] = []
-    monkeypatch.setattr(delivery_module, "enqueue", lambda name, *args: tasks.append(args))
+    monkeypatch.setattr(
+        delivery_module, "enqueue_batch", lambda name, items, **options: tasks.append((items,))
+    )
     return tasks
 
 
