@@ -3,7 +3,7 @@
 Serves the app with gunicorn (sync workers) over PostgreSQL and loads three routes with wrk,
 printing requests/s and latency p50/p99 of each (the routes take turns for `--rounds`
 rounds, each keeping its best), then the ratios key/ping (goal >= 0.3) and key/JWT (goal
->= 1):
+>= 1) of those best runs, and the same ratios within each round with their medians:
 
 1. `GET /api/v1/health`     no authentication, no database (the ceiling of the stack);
 2. `GET /api/v1/endpoints`  `Authorization: Bearer <API key>` (scope `endpoint:read`);
@@ -29,6 +29,7 @@ import re
 import secrets
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -95,9 +96,13 @@ print(f"BENCH_DB={{connection.vendor}} {{version // 10000}}.{{version % 10000}}"
 
 # CPU and queries per request in one process, through Django's test client (middleware,
 # DRF, the database round trips; no HTTP server): each route warmed up, then timed in
-# alternating rounds, the best round kept (other work on the machine only adds).
+# alternating rounds (the order reversed every other round), the best round kept (other
+# work on the machine only adds). The collector is settled as in gunicorn's workers
+# (healthmon/wsgi.py): with Django's defaults, whichever route a full collection over
+# start-up's objects fell in paid for it, up to 0.3 ms a request.
 IN_PROCESS = """
 import json, time
+import healthmon.wsgi  # noqa: F401 - settles the garbage collector as gunicorn's workers do
 from django.db import connection
 from django.test import Client
 client = Client(HTTP_HOST="127.0.0.1", HTTP_X_FORWARDED_PROTO="https")
@@ -118,8 +123,8 @@ for name, path, token in routes:
         get(path, token)
     queries[name] = len(seen)
 best = {{}}
-for _ in range({rounds}):
-    for name, path, token in routes:
+for turn in range({rounds}):
+    for name, path, token in routes if turn % 2 == 0 else routes[::-1]:
         started = time.process_time()
         for _ in range({requests}):
             get(path, token)
@@ -143,7 +148,7 @@ def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--endpoints", type=int, default=20, help="endpoints to create")
     add_load_arguments(parser)
-    parser.add_argument("--rounds", type=int, default=2, help="wrk rounds over the routes")
+    parser.add_argument("--rounds", type=int, default=4, help="wrk rounds over the routes")
     parser.add_argument(
         "--requests", type=int, default=300, help="requests per route and round, in-process"
     )
@@ -353,6 +358,7 @@ def measure(args: argparse.Namespace, env: dict[str, str]) -> None:
         ("endpoints, JWT", f"{base}/endpoints", data["JWT"], args.endpoints),
     ]
     results: dict[str, dict] = {}
+    rounds: dict[str, list[float]] = {}  # req/s of each route, round by round
     with serve(env, args.workers, port):
         for name, url, token, count in routes:
             sanity_check(name, url, token, count)
@@ -364,6 +370,7 @@ def measure(args: argparse.Namespace, env: dict[str, str]) -> None:
                 if args.warmup and round_number == 0:
                     run_wrk(args, url, args.warmup, token=token)
                 run = run_wrk(args, url, args.duration, token=token)
+                rounds.setdefault(name, []).append(run["rps"])
                 if name not in results or run["rps"] > results[name]["rps"] or run["errors"]:
                     errors = max(run["errors"], results.get(name, {}).get("errors", 0))
                     results[name] = {**run, "errors": errors}
@@ -380,7 +387,20 @@ def measure(args: argparse.Namespace, env: dict[str, str]) -> None:
     print(f"\nkey/ping: {key / ping:.3f}  ({verdict} the goal of >= {GOAL})")
     verdict = "meets" if key >= jwt else "BELOW"
     print(f"key/JWT:  {key / jwt:.3f}  ({verdict} the goal of >= 1)")
+    print_paired(list(rounds.values()))
     print_in_process(in_process(env, args, data))
+
+
+def print_paired(rounds: list[list[float]]) -> None:
+    """The ratios of the routes' runs within each round, and their medians: the best runs
+    above may come from different minutes of a machine whose speed drifts; runs of one
+    round are next to each other."""
+    pings, keys, jwts = rounds
+    per_ping = [key / ping for key, ping in zip(keys, pings, strict=True)]
+    per_jwt = [key / jwt for key, jwt in zip(keys, jwts, strict=True)]
+    for name, ratios in (("key/ping", per_ping), ("key/JWT", per_jwt)):
+        shown = ", ".join(f"{ratio:.3f}" for ratio in ratios)
+        print(f"{name} round by round: {shown}; median {statistics.median(ratios):.3f}")
 
 
 def main() -> int:
