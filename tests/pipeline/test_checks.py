@@ -67,7 +67,8 @@ def test_the_dispatcher_queues_the_pipelines_task_by_name(monkeypatch):
 
     assert run_checks.name == scheduler.RUN_CHECKS
     expires = scheduler.BATCH_EXPIRES_SECONDS
+    shown = "[1 items]"  # the batch's size, not its ids, in the message's headers
     assert queued == [
-        {"args": (items,), "expires": expires},
-        {"args": (items,), "expires": expires, "queue": scheduler.SLOW_QUEUE},
+        {"args": (items,), "argsrepr": shown, "expires": expires},
+        {"args": (items,), "argsrepr": shown, "expires": expires, "queue": scheduler.SLOW_QUEUE},
     ]
