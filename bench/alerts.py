@@ -19,7 +19,7 @@ this process (Django set up against that database), in four parts:
    the same POST through one reused `requests` session;
 3. the sweep: `deliveries_dispatch` over 100,000 deliveries of which 20,000 pending: 500
    due, none due, and all 20,000 due but held (a burst just queued), with EXPLAIN ANALYZE
-   of its query; the lookup each resolving batch makes (`_suppressed_openings`) and the
+   of its query; the lookup each resolving batch makes (`suppressed_openings`) and the
    release of held openings every sweep makes (`openings_release`) on that outbox, and
    part 1's batches again with the outbox that large;
 4. maintenance in analytics: `reports.sla` (and `maintenance_intervals` apart) and

@@ -24,11 +24,11 @@ from django.utils import timezone
 from alerts import messages
 from alerts.models import NotificationChannel, NotificationEvent
 from alerts.services.events import (
-    _channels_by_org,
-    _delivery,
-    _store,
-    _suppressed_openings,
+    channels_by_org,
+    deliveries_store,
+    delivery_build,
     event_key,
+    suppressed_openings,
 )
 from healthmon.encryption import encrypted_fields
 from monitoring.models import (
@@ -120,8 +120,8 @@ def _write(
 ) -> int:
     """Write a delivery per channel that chose the event and covers the incident; queue
     the pending ones when the transaction commits."""
-    channels = _channels_by_org({incident.organization_id for incident, _ in news})
-    quiet = _suppressed_openings([incident for incident, _ in news])
+    channels = channels_by_org({incident.organization_id for incident, _ in news})
+    quiet = suppressed_openings([incident for incident, _ in news])
     rows = []
     for incident, key in news:
         endpoints = _endpoints(incident)
@@ -130,10 +130,12 @@ def _write(
             continue
         body = document(incident, key, endpoints)
         rows += [
-            _delivery(channel, event, key, incident, now, body, (incident.pk, channel.pk) in quiet)
+            delivery_build(
+                channel, event, key, incident, now, body, (incident.pk, channel.pk) in quiet
+            )
             for channel in hearing
         ]
-    return _store(rows)
+    return deliveries_store(rows)
 
 
 def _hearing(

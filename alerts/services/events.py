@@ -41,7 +41,7 @@ def event_key(incident_id: object, event: str) -> uuid.UUID:
     return uuid.uuid5(_EVENT_NAMESPACE, f"{incident_id}:{event}")
 
 
-def _channels_by_org(org_ids: set[uuid.UUID]) -> dict[uuid.UUID, list[NotificationChannel]]:
+def channels_by_org(org_ids: set[uuid.UUID]) -> dict[uuid.UUID, list[NotificationChannel]]:
     """Enabled channels of the organizations, by organization, with their scopes loaded."""
     channels = list(NotificationChannel.objects.filter(organization_id__in=org_ids, enabled=True))
     if not channels:
@@ -53,7 +53,7 @@ def _channels_by_org(org_ids: set[uuid.UUID]) -> dict[uuid.UUID, list[Notificati
     return found
 
 
-class _Audience(NamedTuple):
+class Audience(NamedTuple):
     """Who may hear of events on endpoints of some projects: each project's organization and
     name, and those organizations' enabled channels."""
 
@@ -68,22 +68,22 @@ class _Audience(NamedTuple):
         return [c for c in mine if c.covers(endpoint) and c.hears(event)]
 
 
-def _audience(project_ids: set[uuid.UUID]) -> _Audience:
+def audience_of(project_ids: set[uuid.UUID]) -> Audience:
     """The audience of events on endpoints of these projects, read once for a batch."""
     found = list(
         Project.objects.filter(pk__in=project_ids).values_list("pk", "organization_id", "name")
     )
     organizations = {pk: organization for pk, organization, _ in found}
     names = {pk: name for pk, _, name in found}
-    return _Audience(organizations, names, _channels_by_org(set(organizations.values())))
+    return Audience(organizations, names, channels_by_org(set(organizations.values())))
 
 
 def _heard(
     events: Sequence[tuple[_Source, str]], endpoint_of: Callable[[_Source], Endpoint]
-) -> tuple[_Audience, list[tuple[_Source, str, list[NotificationChannel]]]]:
+) -> tuple[Audience, list[tuple[_Source, str, list[NotificationChannel]]]]:
     """The events' audience, and each event with the channels covering its endpoint; the
     events nobody hears of are left out."""
-    audience = _audience({endpoint_of(source).project_id for source, _ in events})
+    audience = audience_of({endpoint_of(source).project_id for source, _ in events})
     heard = [
         (source, event, covering)
         for source, event in events
@@ -92,7 +92,7 @@ def _heard(
     return audience, heard
 
 
-def _rows(
+def delivery_rows(
     channels: Sequence[NotificationChannel],
     document: messages.EventDocument,
     now: datetime,
@@ -115,7 +115,7 @@ def _rows(
     ]
 
 
-def _store(rows: list[Delivery]) -> int:
+def deliveries_store(rows: list[Delivery]) -> int:
     """Insert the deliveries not written yet (a key written before is refused) and queue the
     pending ones when the transaction commits; returns the deliveries written."""
     if not rows:
@@ -151,7 +151,7 @@ def notifications_queue(
     if not heard:
         return 0
     held = _held_back([(i, e) for i, e, _ in heard], endpoints)
-    quiet = _suppressed_openings([i for i, e, _ in heard if e == NotificationEvent.RESOLVED])
+    quiet = suppressed_openings([i for i, e, _ in heard if e == NotificationEvent.RESOLVED])
     rows = []
     for incident, event, covering in heard:
         endpoint = endpoints[incident.measured_endpoint_id]
@@ -172,8 +172,8 @@ def notifications_queue(
         )
         for channel in covering:
             suppressed = everywhere or (resolution and (incident.pk, channel.pk) in quiet)
-            rows.append(_delivery(channel, event, key, incident, now, document, suppressed))
-    return _store(rows)
+            rows.append(delivery_build(channel, event, key, incident, now, document, suppressed))
+    return deliveries_store(rows)
 
 
 def _degradation_event(change: StatusChange) -> str:
@@ -223,8 +223,8 @@ def degradations_queue(
             change=change,
         )
         quiet = any(s <= change.changed_at < e for s, e in windows.get(endpoint.pk, ()))
-        rows += _rows(covering, document, now, endpoint, quiet)
-    return _store(rows)
+        rows += delivery_rows(covering, document, now, endpoint, quiet)
+    return deliveries_store(rows)
 
 
 def _event_time(incident: Incident, event: str) -> datetime:
@@ -250,7 +250,7 @@ def _held_back(
     }
 
 
-def _suppressed_openings(resolved: Sequence[Incident]) -> set[tuple[uuid.UUID, uuid.UUID]]:
+def suppressed_openings(resolved: Sequence[Incident]) -> set[tuple[uuid.UUID, uuid.UUID]]:
     """(incident id, channel id) of the openings of these incidents that maintenance held
     back and that were not sent since: their resolutions are held back too."""
     if not resolved:
@@ -264,7 +264,7 @@ def _suppressed_openings(resolved: Sequence[Incident]) -> set[tuple[uuid.UUID, u
     return set(held.values_list("incident_id", "channel_id"))
 
 
-def _delivery(
+def delivery_build(
     channel: NotificationChannel,
     event: str,
     key: uuid.UUID,
@@ -309,7 +309,7 @@ def certificate_notifications_queue(
     if not warnings:
         return 0
     now = timezone.now()
-    audience = _audience({endpoints[w.endpoint_id].project_id for w in warnings})
+    audience = audience_of({endpoints[w.endpoint_id].project_id for w in warnings})
     rows = []
     for warning in warnings:
         endpoint = endpoints[warning.endpoint_id]
@@ -322,5 +322,5 @@ def certificate_notifications_queue(
             project_name=audience.names[endpoint.project_id],
         )
         covering = audience.covering(endpoint, NotificationEvent.CERTIFICATE_EXPIRING)
-        rows += _rows(covering, document, now, endpoint)
-    return _store(rows)
+        rows += delivery_rows(covering, document, now, endpoint)
+    return deliveries_store(rows)

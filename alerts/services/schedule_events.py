@@ -25,7 +25,7 @@ from alerts.models import (
     load_scopes,
     may_overlap,
 )
-from alerts.services.events import _audience, _channels_by_org, _rows, _store
+from alerts.services.events import audience_of, channels_by_org, deliveries_store, delivery_rows
 from monitoring.models import Endpoint
 
 _NAMESPACE = uuid.UUID("0b7d1f8e-3c52-4f6e-9a1d-5e2c7b9f4a30")
@@ -62,7 +62,7 @@ def heartbeat_late_queue(*, endpoint_ids: Sequence[uuid.UUID]) -> int:
             "id", "name", "type", "project_id", "config", "late_after", "alert_after"
         )
     )
-    audience = _audience({e.project_id for e in endpoints})
+    audience = audience_of({e.project_id for e in endpoints})
     heard = [
         (endpoint, covering)
         for endpoint in endpoints
@@ -72,8 +72,8 @@ def heartbeat_late_queue(*, endpoint_ids: Sequence[uuid.UUID]) -> int:
     rows = []
     for endpoint, covering in heard:
         document = _late_document(endpoint, audience.names[endpoint.project_id], now)
-        rows += _rows(covering, document, now, endpoint, endpoint.pk in quiet)
-    return _store(rows)
+        rows += delivery_rows(covering, document, now, endpoint, endpoint.pk in quiet)
+    return deliveries_store(rows)
 
 
 def _late_document(endpoint: Endpoint, project_name: str, now: datetime) -> messages.EventDocument:
@@ -124,7 +124,7 @@ def maintenance_events_queue(*, now: datetime | None = None) -> int:
     if not happened:
         return 0
     load_scopes([w for w, *_ in happened])
-    channels = _channels_by_org({w.organization_id for w, *_ in happened})
+    channels = channels_by_org({w.organization_id for w, *_ in happened})
     rows = []
     for window, start, end, event, _ in happened:
         covering, scope = _window_audience(window, channels.get(window.organization_id, []), event)
@@ -137,8 +137,8 @@ def maintenance_events_queue(*, now: datetime | None = None) -> int:
             ends_at=end,
             scope=scope,
         )
-        rows += _rows(covering, document, now)
-    return _store(rows)
+        rows += delivery_rows(covering, document, now)
+    return deliveries_store(rows)
 
 
 def _window_audience(
