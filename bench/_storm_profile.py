@@ -12,7 +12,7 @@ from typing import Any
 
 
 class Caught:
-    """Stands in for `enqueue` where `alerts.delivery.queue` calls it: keeps the tasks."""
+    """Stands in for `enqueue_batch` where `alerts.delivery.queue` calls it: keeps the tasks."""
 
     def __init__(self) -> None:
         self.tasks: list[tuple[Any, ...]] = []
@@ -25,12 +25,12 @@ def caught_tasks(ingest: Callable[[], None]) -> list[tuple[Any, ...]]:
     """The arguments of every delivery task `ingest` queues (none is queued)."""
     from alerts import delivery
 
-    caught, queued = Caught(), delivery.enqueue
-    delivery.enqueue = caught  # type: ignore[assignment]
+    caught, queued = Caught(), delivery.enqueue_batch
+    delivery.enqueue_batch = caught  # type: ignore[assignment]
     try:
         ingest()
     finally:
-        delivery.enqueue = queued
+        delivery.enqueue_batch = queued
     return caught.tasks
 
 
