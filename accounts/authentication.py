@@ -18,7 +18,7 @@ from rest_framework_simplejwt.tokens import Token
 from accounts.audit import authentication_failed
 from accounts.models import User
 from accounts.tokens import TOKEN_VERSION_CLAIM
-from healthmon.db import read_cursor
+from healthmon.db import fetch_prepared
 
 INVALID_CREDENTIAL = "The credential is invalid or has expired."
 
@@ -84,10 +84,8 @@ def read_state(model: type[Model], sql: str, value: str | uuid.UUID) -> tuple[An
     if isinstance(value, uuid.UUID):
         param = model._meta.pk.get_db_prep_value(value, connections[alias])
     # Its uuids read as text: `uuid_hex` compares them without making `UUID`s.
-    with read_cursor(connections[alias], uuid_text=True) as cursor:
-        cursor.execute(sql, [param])
-        row = cursor.fetchone()
-    return None if row is None else tuple(row)
+    rows = fetch_prepared(alias, sql, [param], uuid_text=True)
+    return tuple(rows[0]) if rows else None
 
 
 def copy_row(row: M) -> M:

@@ -202,10 +202,13 @@ def bound_cursor(
         yield wrapped
 
 
-def fetch_prepared(alias: str, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+def fetch_prepared(
+    alias: str, sql: str, params: Sequence[Any], *, uuid_text: bool = False
+) -> list[tuple[Any, ...]]:
     """The rows of a fixed statement (`%s` parameters) on this database: prepared once per
-    connection on PostgreSQL, through Django's cursor elsewhere (SQLite; `read_cursor`)."""
-    with read_cursor(connections[alias]) as cursor:
+    connection on PostgreSQL, through Django's cursor elsewhere (SQLite; `read_cursor`,
+    which says what `uuid_text` does)."""
+    with read_cursor(connections[alias], uuid_text=uuid_text) as cursor:
         cursor.execute(sql, params)
         return cursor.fetchall()
 
